@@ -1,0 +1,3 @@
+from aoti_trace.cli import main
+
+main()

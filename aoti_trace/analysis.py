@@ -1,0 +1,64 @@
+"""The analysis pipeline: inputs -> frames -> findings.
+
+``analyze()`` is what ``aoti-trace analyze`` and ``aoti-trace run`` call. Each step lives in its own module:
+:mod:`aoti_trace.discover` (inputs), :mod:`aoti_trace.ingest` (frames), :mod:`aoti_trace.engine` (findings),
+:mod:`aoti_trace.report` (output).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aoti_trace.discover import RunInputs, discover
+from aoti_trace.findings import Finding
+from aoti_trace.frames import Frames
+
+
+@dataclass
+class Analysis:
+    """Result of one analysis: the runs, their frames and the ranked findings."""
+
+    runs: list[RunInputs]
+    frames: Frames
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def primary(self) -> Finding | None:
+        """The root-cause finding, if any finding has severity error."""
+        return next((f for f in self.findings if f.primary), None)
+
+
+def build_frames(runs: list[RunInputs]) -> Frames:
+    """Parse every input of every run into one set of frames keyed by ``run_id``."""
+    from aoti_trace.ingest import package, process, text, trace
+
+    frames = Frames()
+    for run in runs:
+        if run.trace_files:
+            frames.merge(trace.read_trace(run.trace_files, run.run_id))
+        for stream, paths in (("stderr", run.stderr), ("stdout", run.stdout)):
+            for path in paths:
+                frames.merge(text.read_stream(path, stream, run.run_id))
+        frames.merge(process.read_process(run))
+        for pkg in run.packages:
+            frames.merge(package.package_frames(pkg, run.run_id))
+    return frames
+
+
+def analyze(
+    paths: list[str | Path],
+    *,
+    stderr: str | Path | None = None,
+    stdout: str | Path | None = None,
+    exit_code: str | None = None,
+    rules_path: str | Path | None = None,
+) -> Analysis:
+    """Analyse the given inputs with the rule library (or the rules under ``rules_path``)."""
+    from aoti_trace import engine
+
+    runs = discover(paths, stderr=stderr, stdout=stdout, exit_code=exit_code)
+    frames = build_frames(runs)
+    rules = engine.load_rules(rules_path)
+    findings = engine.evaluate(rules, frames)
+    return Analysis(runs=runs, frames=frames, findings=findings)

@@ -1,0 +1,297 @@
+"""Frame schemas: the tables every ingest step produces and every rule reads.
+
+All frames share two columns: ``run_id`` (one analysed process or capture) and, where rows come from a file,
+``path`` + ``lineno`` (1-based), which the rule engine turns into evidence locations.
+
+``SCHEMAS`` is the single source of truth. ``docs/frames.md`` is generated from it
+(``python -m aoti_trace.frames > docs/frames.md``) and a test keeps the two in sync.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+Str, I32, I64, F64, Bool = pl.String, pl.Int32, pl.Int64, pl.Float64, pl.Boolean
+
+# frame name -> (description, {column: (dtype, description)})
+SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
+    # ------------------------------------------------------------------ TORCH_TRACE
+    "events": (
+        "One row per TORCH_TRACE record (header line); payloads stay on disk, addressed by byte offset.",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "trace file"),
+            "lineno": (I64, "line of the record header"),
+            "rank": (I32, "rank from the envelope, else from the file name (rank_N), else null"),
+            "level": (Str, "glog level letter (V I W E C)"),
+            "time": (Str, "glog timestamp 'MMDD HH:MM:SS.ffffff' (local time, no year)"),
+            "pid": (I64, "process id from the glog prefix"),
+            "src": (Str, "torch source file:line that logged the record"),
+            "event": (Str, "first envelope key: the event name (artifact, graph_dump, compilation_metrics, ...)"),
+            "compile_id": (Str, "tlparse display form '[frame/compile]', '[frame/compile_attempt]', '[!ca/frame/compile]' or null"),
+            "session": (I32, "derived compile session (0-based per file); AOTI records carry no compile id"),
+            "name": (Str, "artifact / graph_dump / dump_file name"),
+            "encoding": (Str, "artifact encoding (string, json)"),
+            "payload_offset": (I64, "byte offset of the payload's first line (with its TAB) in the file"),
+            "payload_length": (I64, "payload byte length on disk (TABs and newlines included)"),
+            "payload_lines": (I32, "number of payload lines"),
+            "md5": (Str, "has_payload from the envelope"),
+            "md5_ok": (Bool, "payload md5 matches has_payload (null when not checked or no payload)"),
+        },
+    ),
+    "compiles": (
+        "One row per compile session, closed by its compilation_metrics record (or by the end of the log).",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "trace file"),
+            "lineno": (I64, "line of the compilation_metrics record (or of the session's last record)"),
+            "rank": (I32, "rank"),
+            "session": (I32, "compile session"),
+            "compile_id": (Str, "display compile id, null for AOTI"),
+            "kind": (Str, "aoti | dynamo | export"),
+            "api": (Str, "user-facing API seen in the stack: aoti_compile_and_package, aot_compile, compile, export, ..."),
+            "user_frame": (Str, "user code 'file:line' that called the API (from the interned stack)"),
+            "status": (Str, "ok | failed | incomplete (no compilation_metrics: process died mid-compile)"),
+            "fail_type": (Str, "exception type of a failed compile"),
+            "fail_reason": (Str, "exception text of a failed compile (multi-line)"),
+            "start_time_us": (I64, "compile start (epoch microseconds)"),
+            "end_time_us": (I64, "compile end (epoch microseconds)"),
+            "duration_s": (F64, "compile duration in seconds"),
+            "pytorch_version": (Str, "torch version"),
+            "python_version": (Str, "python version"),
+            "cuda_version": (Str, "CUDA version torch was built with"),
+            "triton_version": (Str, "triton version"),
+            "device_key": (Str, "AOTI_DEVICE_KEY from inductor_config aot_inductor.metadata (cpu, cuda, ...)"),
+            "aoti_platform": (Str, "AOTI_PLATFORM"),
+            "aoti_machine": (Str, "AOTI_MACHINE"),
+            "cpu_isa": (Str, "AOTI_CPU_ISA"),
+            "compute_capability": (Str, "AOTI_COMPUTE_CAPABILITY"),
+            "cxx": (Str, "C++ compiler from inductor_config cpp.cxx"),
+            "nan_asserts": (Bool, "inductor_config nan_asserts"),
+            "debug_printer": (Str, "inductor_config aot_inductor.debug_intermediate_value_printer"),
+        },
+    ),
+    "artifacts": (
+        "One row per record with a payload (artifact, graph_dump, ...); read the text with read_payload().",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "trace file"),
+            "lineno": (I64, "line of the record header"),
+            "rank": (I32, "rank"),
+            "session": (I32, "compile session"),
+            "event": (Str, "event name"),
+            "name": (Str, "artifact or graph_dump name"),
+            "encoding": (Str, "artifact encoding"),
+            "payload_offset": (I64, "byte offset of the payload"),
+            "payload_length": (I64, "payload byte length on disk"),
+            "md5_ok": (Bool, "payload md5 matches"),
+        },
+    ),
+    "stacks": (
+        "Stack frames logged with records (dynamo_start and id-less AOTI/export records), interned names resolved.",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "trace file"),
+            "lineno": (I64, "line of the record the stack belongs to"),
+            "session": (I32, "compile session"),
+            "depth": (I32, "0 = outermost frame"),
+            "filename": (Str, "source file of the frame (resolved from the str table)"),
+            "line": (I32, "line in that source file"),
+            "function": (Str, "function name"),
+            "code": (Str, "source text of the line (loc)"),
+            "is_user": (Bool, "frame is outside torch / the standard library"),
+        },
+    ),
+    "damage": (
+        "Problems found in the inputs themselves: one row per (source, kind), with a count and the first location.",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "damaged file"),
+            "lineno": (I64, "first damaged line"),
+            "kind": (Str, "truncated_line | truncated_payload | md5_mismatch | bad_json | bad_utf8 | unknown_event | schema_drift | orphan_payload | no_trace_files | empty_file | unreadable | incomplete_compile | cut_mid_line"),
+            "count": (I64, "occurrences"),
+            "detail": (Str, "human-readable description of the first occurrence"),
+        },
+    ),
+    # ------------------------------------------------------------------ stderr / stdout
+    "lines": (
+        "Every line of captured stderr/stdout (ANSI colours stripped), classified.",
+        {
+            "run_id": (Str, "analysed run"),
+            "stream": (Str, "stderr | stdout"),
+            "path": (Str, "file the line was read from ('-' for standard input)"),
+            "lineno": (I64, "1-based line number"),
+            "rank": (I32, "from a [rankN]: prefix, else null"),
+            "kind": (Str, "torch_log | traceback | exception | cpp_error | aoti_torch_exception | device_assert | compiler_diagnostic | faulthandler | cpp_frame | output_code | printer | terminate | warning | noise | plain"),
+            "level": (Str, "glog level of a torch_log line (V I W E C), else null"),
+            "src": (Str, "torch source file:line of a torch_log line, else null"),
+            "text": (Str, "the line, without prefix, colour codes or line terminator"),
+        },
+    ),
+    "exceptions": (
+        "Python exceptions assembled from tracebacks; a chain gives one row per exception.",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "file"),
+            "lineno": (I64, "line of the 'Type: message' line"),
+            "chain": (I32, "position in its chain, 0 = the first printed (root cause when chained)"),
+            "chained_by": (Str, "cause | context | null: how the next exception in the chain relates"),
+            "is_final": (Bool, "the last exception of its chain (what the process died with)"),
+            "exc_type": (Str, "qualified exception type, e.g. torch._inductor.exc.InductorError"),
+            "message": (Str, "exception message (may span lines)"),
+            "user_file": (Str, "innermost frame outside torch / stdlib"),
+            "user_line": (I32, "its line"),
+            "user_function": (Str, "its function"),
+            "torch_function": (Str, "innermost torch frame's function"),
+            "torch_file": (Str, "innermost torch frame's file (relative to site-packages when possible)"),
+            "frames": (I32, "number of traceback frames"),
+        },
+    ),
+    "device_asserts": (
+        "CUDA/Triton device-side assertion lines.",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "file"),
+            "lineno": (I64, "line"),
+            "kernel_file": (Str, "generated kernel source file"),
+            "kernel_line": (I32, "line in the kernel file"),
+            "function": (Str, "function field of the assert line"),
+            "block": (Str, "block index 'x,y,z'"),
+            "thread": (Str, "thread index 'x,y,z'"),
+            "assertion": (Str, "the assertion text"),
+            "index_var": (Str, "index variable of an 'index out of bounds' assertion (tmpN)"),
+            "lower": (Str, "lower bound"),
+            "upper": (Str, "upper bound expression (e.g. ks0, 1024)"),
+            "count": (I64, "identical assertion lines folded into this row"),
+        },
+    ),
+    "faults": (
+        "Fatal signals (faulthandler dumps) and C++ terminate/what() pairs.",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "file"),
+            "lineno": (I64, "first line of the dump"),
+            "kind": (Str, "fatal_signal | terminate"),
+            "signal": (Str, "SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE (fatal_signal)"),
+            "exc_type": (Str, "C++ exception type (terminate)"),
+            "what": (Str, "what() text (terminate)"),
+            "torch_function": (Str, "innermost torch frame of the crashing thread"),
+            "torch_file": (Str, "its file"),
+            "user_file": (Str, "innermost user frame of the crashing thread"),
+            "user_line": (I32, "its line"),
+            "phase": (Str, "compile | load | run | export | unknown, inferred from the stack"),
+            "stack": (Str, "the crashing thread's stack, innermost first, one frame per line"),
+        },
+    ),
+    "printer": (
+        "AOTI intermediate value printer output (AOT_INDUCTOR_DEBUG_INTERMEDIATE_VALUE_PRINTER).",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "file"),
+            "lineno": (I64, "line"),
+            "event": (Str, "before_launch | after_launch | model_inputs"),
+            "kernel": (Str, "kernel name"),
+            "arg": (Str, "argument / buffer name (level 2)"),
+            "numel": (I64, "number of elements"),
+            "dtype": (Str, "dtype"),
+            "mean": (F64, "mean value"),
+            "min": (F64, "min value"),
+            "max": (F64, "max value"),
+            "device": (Str, "device"),
+            "size": (Str, "size"),
+            "stride": (Str, "stride"),
+            "suspicious": (Bool, "NaN/Inf in the statistics"),
+            "launched_last": (Bool, "the last kernel launched with no after_launch: the crash site"),
+        },
+    ),
+    "process": (
+        "How each captured process ended.",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "manifest or exit-code file (or '--exit-code')"),
+            "lineno": (I64, "always null"),
+            "command": (Str, "command line, when known"),
+            "exit_code": (I32, "exit status (negative: killed by signal, as subprocess reports it)"),
+            "signal": (Str, "signal name when killed by one (SIGSEGV, ...), from -N, 128+N or a name"),
+            "timed_out": (Bool, "ended by aoti-trace run --timeout"),
+            "duration_s": (F64, "wall time"),
+            "env": (Str, "debug variables set for the run, 'K=V' space-separated"),
+        },
+    ),
+    "package": (
+        "Facts read from .pt2 packages without loading them (long form).",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "package file"),
+            "lineno": (I64, "line in the archive entry the fact was read from, else null"),
+            "model": (Str, "model name inside the package (null for archive-level facts)"),
+            "key": (Str, "fact name: AOTI_DEVICE_KEY, AOTI_COMPUTE_CAPABILITY, extern_op, input_dtype, ..."),
+            "value": (Str, "fact value"),
+            "entry": (Str, "archive entry the fact came from"),
+        },
+    ),
+}
+
+FRAME_NAMES: tuple[str, ...] = tuple(SCHEMAS)
+
+
+def schema(name: str) -> pl.Schema:
+    """Polars schema of frame ``name``."""
+    return pl.Schema({col: dtype for col, (dtype, _) in SCHEMAS[name][1].items()})
+
+
+def empty(name: str) -> pl.DataFrame:
+    """An empty frame with the schema of ``name``."""
+    return pl.DataFrame(schema=schema(name))
+
+
+def conform(name: str, df: pl.DataFrame) -> pl.DataFrame:
+    """Cast ``df`` to the schema of ``name``: add missing columns as nulls, order columns, keep extras last."""
+    target = schema(name)
+    cols = [
+        (pl.col(c).cast(t) if c in df.columns else pl.lit(None, dtype=t)).alias(c) for c, t in target.items()
+    ]
+    extra = [c for c in df.columns if c not in target]
+    return df.select(*cols, *extra)
+
+
+@dataclass
+class Frames:
+    """A named set of frames. Missing frames read as empty frames with the right schema."""
+
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        if name not in SCHEMAS:
+            raise KeyError(f"unknown frame {name!r}; known: {', '.join(FRAME_NAMES)}")
+        return self.tables.get(name, empty(name))
+
+    def add(self, name: str, df: pl.DataFrame) -> None:
+        """Append rows to frame ``name`` (conformed to its schema)."""
+        df = conform(name, df)
+        if name in self.tables:
+            df = pl.concat([self.tables[name], df], how="diagonal_relaxed")
+        self.tables[name] = df
+
+    def merge(self, other: Frames) -> None:
+        for name, df in other.tables.items():
+            self.add(name, df)
+
+    def names(self) -> list[str]:
+        return list(FRAME_NAMES)
+
+
+def markdown() -> str:
+    """The frame reference as markdown (docs/frames.md)."""
+    out = ["# Frames", "", "Generated from `aoti_trace/frames.py` (`python -m aoti_trace.frames`). Do not edit.", ""]
+    for name, (doc, cols) in SCHEMAS.items():
+        out += [f"## `{name}`", "", doc, "", "| column | type | meaning |", "| --- | --- | --- |"]
+        out += ["| `%s` | %s | %s |" % (c, t, d.replace("|", "\\|")) for c, (t, d) in cols.items()]
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")

@@ -1,0 +1,1 @@
+"""Report formats: text, json, jsonl, sarif, html, markdown."""
