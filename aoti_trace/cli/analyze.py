@@ -1,0 +1,1 @@
+"""`aoti-trace analyze`: placeholder until its owner lands it."""

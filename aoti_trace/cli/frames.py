@@ -1,0 +1,1 @@
+"""`aoti-trace frames`: placeholder until its owner lands it."""

@@ -1,0 +1,1 @@
+"""`aoti-trace inspect`: placeholder until its owner lands it."""

@@ -1,0 +1,1 @@
+"""`aoti-trace rules`: placeholder until its owner lands it."""

@@ -1,0 +1,1 @@
+"""`aoti-trace run`: placeholder until its owner lands it."""
