@@ -78,7 +78,7 @@ def _walk(root: Path) -> list[Path]:
                 found.append(p)
                 if len(found) > MAX_FILES:
                     raise InputError(f"{root}: more than {MAX_FILES} candidate files below it; point at a smaller folder")
-    return found
+    return sorted(found)
 
 
 def _run_id(root: Path, base: Path) -> str:

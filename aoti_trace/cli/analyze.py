@@ -1,1 +1,59 @@
-"""`aoti-trace analyze`: placeholder until its owner lands it."""
+"""`aoti-trace analyze`: post-mortem diagnosis of traces, captures, logs and packages."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from aoti_trace.cli import cli
+from aoti_trace.errors import ReportError
+from aoti_trace.findings import SEVERITIES
+
+FORMATS = ("text", "json", "jsonl", "sarif", "html", "markdown")
+FAIL_ON = (*SEVERITIES, "never")
+
+
+def exit_code_for(findings, fail_on: str) -> int:
+    """0 when no finding is at or above ``fail_on``, else 1."""
+    if fail_on == "never":
+        return 0
+    worst = SEVERITIES.index(fail_on)
+    return 1 if any(SEVERITIES.index(f.severity) <= worst for f in findings) else 0
+
+
+def write_output(text: str, output: Path | None) -> None:
+    if output is None:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ReportError(f"cannot write {output}: {exc.strerror}") from None
+
+
+@cli.command("analyze")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--stderr", "stderr", type=str, help="captured stderr file, or - for standard input")
+@click.option("--stdout", "stdout", type=click.Path(path_type=Path), help="captured stdout file")
+@click.option("--exit-code", "exit_code", help="how the process ended: -11, 139 or SIGSEGV")
+@click.option("--rules", "rules_path", type=click.Path(path_type=Path), help="rule folder (default: the built-in library)")
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="write the report here instead of stdout")
+@click.option("--html", "html_path", type=click.Path(path_type=Path), help="also write a self-contained HTML report")
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True,
+              help="exit 1 when a finding at or above this severity exists")
+@click.pass_context
+def analyze_cmd(ctx: click.Context, paths, stderr, stdout, exit_code, rules_path, fmt, output, html_path, fail_on) -> None:
+    """Diagnose PATHs: TORCH_TRACE folders or files, capture folders, .pt2 packages, or any folder."""
+    from aoti_trace.analysis import analyze
+    from aoti_trace.report import render
+
+    if not paths and stderr is None and stdout is None:
+        raise click.UsageError("give at least one PATH, or --stderr FILE|-")
+    analysis = analyze(list(paths), stderr=stderr, stdout=stdout, exit_code=exit_code, rules_path=rules_path)
+    write_output(render(analysis, fmt, color=output is None and sys.stdout.isatty()), output)
+    if html_path is not None:
+        write_output(render(analysis, "html"), html_path)
+    ctx.exit(exit_code_for(analysis.findings, fail_on))
