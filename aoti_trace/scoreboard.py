@@ -1,0 +1,133 @@
+"""The accuracy scoreboard: run the analysis on every fixture case and compare with its ``expected.yaml``.
+
+A case is a folder with ``expected.yaml`` (see docs/architecture.md). It passes when the primary finding's family
+equals ``primary`` (or, for ``primary: null``, when no error-severity finding exists) and every ``evidence``
+substring appears in the primary finding's evidence texts. ``xfail: <reason>`` marks a known miss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from aoti_trace.errors import InputError
+
+NONE = "(none)"
+
+
+@dataclass
+class CaseResult:
+    name: str
+    path: Path
+    origin: str
+    device: str
+    expected: str  # family or NONE
+    actual: str  # family or NONE
+    missing_evidence: list[str] = field(default_factory=list)
+    xfail: str | None = None
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and self.expected == self.actual and not self.missing_evidence
+
+    @property
+    def status(self) -> str:
+        if self.passed:
+            return "XPASS" if self.xfail else "PASS"
+        return "XFAIL" if self.xfail else "FAIL"
+
+
+def find_cases(roots: list[Path]) -> list[Path]:
+    """Every folder below ``roots`` that holds an ``expected.yaml``."""
+    cases: list[Path] = []
+    for root in roots:
+        if not root.exists():
+            raise InputError(f"no such folder: {root}")
+        cases += sorted(p.parent for p in root.rglob("expected.yaml"))
+    return cases
+
+
+def load_expected(case: Path) -> dict:
+    try:
+        data = yaml.safe_load((case / "expected.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"{case / 'expected.yaml'}: {exc}") from None
+    if not isinstance(data, dict) or "primary" not in data:
+        raise InputError(f"{case / 'expected.yaml'}: needs a 'primary' key (a family or null)")
+    return data
+
+
+def score_case(case: Path, rules_path: Path | None = None) -> CaseResult:
+    from aoti_trace.analysis import analyze
+
+    exp = load_expected(case)
+    result = CaseResult(
+        name=case.name, path=case, origin=str(exp.get("origin") or "captured"), device=str(exp.get("device") or "?"),
+        expected=exp["primary"] or NONE, actual=NONE, xfail=exp.get("xfail"),
+    )
+    try:
+        analysis = analyze([case], rules_path=rules_path)
+    except Exception as exc:  # a case that crashes the analysis is a failed case, not a crashed scoreboard
+        result.error = f"{type(exc).__name__}: {exc}"
+        return result
+    primary = analysis.primary
+    if primary is not None and primary.severity == "error":
+        result.actual = primary.family
+    texts = [ev.text for ev in primary.evidence] if primary else []
+    result.missing_evidence = [s for s in exp.get("evidence") or [] if not any(s in t for t in texts)]
+    return result
+
+
+def score(roots: list[Path], rules_path: Path | None = None) -> list[CaseResult]:
+    return [score_case(c, rules_path) for c in find_cases(roots)]
+
+
+def family_table(results: list[CaseResult]) -> list[dict]:
+    """Per-family precision and recall of the primary diagnosis (cases with xfail included: it is a scoreboard)."""
+    families = sorted({r.expected for r in results} | {r.actual for r in results})
+    rows = []
+    for fam in families:
+        tp = sum(r.expected == fam and r.actual == fam for r in results)
+        fp = sum(r.expected != fam and r.actual == fam for r in results)
+        fn = sum(r.expected == fam and r.actual != fam for r in results)
+        rows.append({
+            "family": fam, "cases": tp + fn, "tp": tp, "fp": fp, "fn": fn,
+            "precision": tp / (tp + fp) if tp + fp else None,
+            "recall": tp / (tp + fn) if tp + fn else None,
+        })
+    return rows
+
+
+def confusion(results: list[CaseResult]) -> dict[tuple[str, str], int]:
+    """(expected, actual) -> count, for the cases where the two differ."""
+    out: dict[tuple[str, str], int] = {}
+    for r in results:
+        if r.expected != r.actual:
+            out[(r.expected, r.actual)] = out.get((r.expected, r.actual), 0) + 1
+    return out
+
+
+def render_markdown(results: list[CaseResult]) -> str:
+    def pct(x: float | None) -> str:
+        return "–" if x is None else f"{100 * x:.0f}%"
+
+    passed = sum(r.passed for r in results)
+    lines = [f"**{passed}/{len(results)} cases pass** "
+             f"({sum(r.status == 'XFAIL' for r in results)} expected failures)", "",
+             "| family | cases | TP | FP | FN | precision | recall |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for row in family_table(results):
+        lines.append(f"| {row['family']} | {row['cases']} | {row['tp']} | {row['fp']} | {row['fn']} | "
+                     f"{pct(row['precision'])} | {pct(row['recall'])} |")
+    conf = confusion(results)
+    if conf:
+        lines += ["", "| expected | diagnosed as | cases |", "| --- | --- | --- |"]
+        lines += [f"| {e} | {a} | {n} |" for (e, a), n in sorted(conf.items())]
+    lines += ["", "| case | origin | device | expected | diagnosed | status | note |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        note = r.error or (f"missing evidence: {r.missing_evidence}" if r.missing_evidence else "") or (r.xfail or "")
+        lines.append(f"| {r.name} | {r.origin} | {r.device} | {r.expected} | {r.actual} | {r.status} | {note} |")
+    return "\n".join(lines) + "\n"
