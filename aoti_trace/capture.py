@@ -1,0 +1,537 @@
+"""Run a command and capture everything aoti-trace needs to diagnose it, crash-safely.
+
+Standard library only: this module also runs on machines where only python + torch are installed::
+
+    python3 -m aoti_trace.capture --out DIR [--timeout S] [--check-inputs] [--logs VALUE] [--env K=V ...] -- CMD ...
+
+It writes the capture folder described in ``docs/architecture.md``:
+
+* ``stdout.txt`` / ``stderr.txt``: the child's streams, read from the pipes in two threads and written (and
+  flushed) as they arrive, so a child killed by SIGSEGV or SIGKILL still leaves complete logs;
+* ``trace/``: the TORCH_TRACE folder;
+* ``manifest.json``: command, cwd, exit code / signal, timeout, duration, the debug variables set and the
+  environment (python, torch, triton, CUDA, GPUs, C++ compiler, libstdc++). A first manifest (``exit_code``
+  null) is written before the child starts, so even a capture that is itself killed leaves one.
+
+Ctrl-C (SIGINT) and SIGTERM are forwarded to the child's process group; a second Ctrl-C kills it. ``timeout``
+ends a hung child: SIGTERM to its process group, SIGKILL after :data:`KILL_GRACE_S` seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+SCHEMA = "aoti-trace.capture/v1"
+KILL_GRACE_S = 5.0
+PROBE_TIMEOUT_S = 120.0
+READER_DRAIN_S = 10.0
+# The child gets its own process group, so a timeout or a second Ctrl-C can end it with all its workers.
+_NEW_GROUP: dict = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+
+# Always set for a capture.
+BASE_ENV = {
+    "TORCH_SHOW_CPP_STACKTRACES": "1",
+    "PYTHONFAULTHANDLER": "1",
+    "PYTHONUNBUFFERED": "1",
+}
+
+# Debug variables that are recorded in the manifest when the user's environment already sets them
+# (aoti-signatures.md section 4).
+DEBUG_VARS = (
+    "AOTI_RUNTIME_CHECK_INPUTS", "TORCHINDUCTOR_NAN_ASSERTS", "TORCHINDUCTOR_RUNTIME_TRITON_NAN_ASSERTS",
+    "TORCHINDUCTOR_SIZE_ASSERTS", "TORCHINDUCTOR_SCALAR_ASSERTS", "TORCHINDUCTOR_ALIGNMENT_ASSERTS",
+    "PYTORCH_NO_CUDA_MEMORY_CACHING", "CUDA_LAUNCH_BLOCKING", "AOT_INDUCTOR_DEBUG_INTERMEDIATE_VALUE_PRINTER",
+    "AOT_INDUCTOR_FILTERED_KERNELS_TO_PRINT", "AOT_INDUCTOR_DEBUG_COMPILE", "TORCHINDUCTOR_DEBUG_COMPILE",
+    "AOT_INDUCTOR_DEBUG_SYMBOLS", "TORCHINDUCTOR_DEBUG_SYMBOL", "DUMP_AOTI_MINIFIER", "AOTINDUCTOR_REPRO_LEVEL",
+    "TORCH_COMPILE_DEBUG", "TORCH_COMPILE_DEBUG_DIR", "TORCH_TRACE", "TORCH_DTRACE", "TORCH_LOGS",
+    "TORCH_CPP_LOG_LEVEL", "TORCH_SHOW_CPP_STACKTRACES", "TORCHINDUCTOR_CACHE_DIR",
+    "TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_COMPILE_FORCE_DISABLE_CACHES", "TORCHINDUCTOR_CPP_MARCH", "CXX",
+    "AOT_INDUCTOR_WEIGHT_USE_CACHING_ALLOCATOR", "TRITON_DEBUG", "CUDA_VISIBLE_DEVICES", "PYTHONFAULTHANDLER",
+    "PYTHONUNBUFFERED",
+)
+
+
+class CaptureFailed(Exception):
+    """The command could not be captured (cannot start, bad TORCH_LOGS value, unusable output folder).
+
+    Plain exception on purpose (this module is standard-library only); the CLI turns it into
+    ``aoti_trace.errors.CaptureError``.
+    """
+
+
+@dataclass
+class CaptureResult:
+    """How the captured command ended, and where its capture folder is."""
+
+    out_dir: Path
+    command: list[str]
+    exit_code: int | None
+    signal: str | None
+    timed_out: bool
+    interrupted: bool
+    duration_s: float
+    env: dict[str, str]
+    environment: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.out_dir / "manifest.json"
+
+    def describe(self) -> str:
+        """One line: how the command ended."""
+        if self.timed_out:
+            how = f"timed out after {self.duration_s:.1f}s"
+        elif self.signal:
+            how = f"killed by {self.signal}"
+        else:
+            how = f"exit code {self.exit_code}"
+        if self.interrupted:
+            how += " (interrupted)"
+        return how
+
+
+# --------------------------------------------------------------------------- helpers (pure)
+
+
+def signal_name(returncode: int | None) -> str | None:
+    """Name of the signal that ended a process, from a ``subprocess`` return code (negative = signal)."""
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"SIG{-returncode}"
+
+
+def parse_env_assignments(items: list[str]) -> dict[str, str]:
+    """``["K=V", ...]`` -> ``{K: V}``; raises :class:`CaptureFailed` for an item without ``=`` or name."""
+    env: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise CaptureFailed(f"--env expects NAME=VALUE, got {item!r}")
+        env[key] = value
+    return env
+
+
+def python_of(cmd: list[str], path: str | None) -> str:
+    """The interpreter to ask about torch: the command's own if it is a python, else this one."""
+    exe = cmd[0] if cmd else ""
+    if re.fullmatch(r"python[0-9.]*", os.path.basename(exe)):
+        found = shutil.which(exe, path=path)
+        if found:
+            return found
+    return sys.executable
+
+
+def glibcxx_version(data: bytes) -> str | None:
+    """Highest ``GLIBCXX_3.4.N`` version named in the bytes of a libstdc++.so."""
+    found = {tuple(int(x) for x in m.group(1).split(b".")) for m in re.finditer(rb"GLIBCXX_(\d+(?:\.\d+)+)\b", data)}
+    return "GLIBCXX_" + ".".join(map(str, max(found))) if found else None
+
+
+def _suggest(logs: str, facts: dict) -> str:
+    valid = facts.get("logs_valid") or []
+    names = [n.strip().lstrip("+-") for n in logs.split(",")]
+    bad = [n for n in names if n and n not in valid and "." not in n]
+    if not valid or not bad:
+        return ""
+    import difflib
+
+    close = difflib.get_close_matches(bad[0], valid, n=3)
+    return f" ({bad[0]!r} is not a registered name" + (f"; did you mean {', '.join(close)}?)" if close else ")")
+
+
+def default_out_dir(base: str | Path = "aoti-trace-out") -> Path:
+    """``<base>/<YYYYmmdd-HHMMSS>`` (with a suffix when that exists already)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = Path(base) / stamp
+    n = 1
+    while out.exists():
+        n += 1
+        out = Path(base) / f"{stamp}-{n}"
+    return out
+
+
+# --------------------------------------------------------------------------- environment probe
+
+# Runs in the command's own python. Prints one JSON object. Imports torch only if it is installed.
+_PROBE = r"""
+import json, os, platform, sys
+out = {"python": platform.python_version(), "python_executable": sys.executable, "platform": platform.platform()}
+try:
+    from importlib import metadata
+    for dist in ("torch", "triton", "pytorch-triton"):
+        try:
+            out[dist.replace("pytorch-", "") + "_dist"] = metadata.version(dist)
+        except Exception:
+            pass
+except Exception:
+    pass
+logs = os.environ.pop("AOTI_TRACE_PROBE_LOGS", None)
+try:
+    import torch
+    out["torch"] = torch.__version__
+    out["cuda"] = torch.version.cuda
+    out["hip"] = getattr(torch.version, "hip", None)
+    try:
+        out["cuda_available"] = bool(torch.cuda.is_available())
+        out["cuda_device_count"] = torch.cuda.device_count() if out["cuda_available"] else 0
+    except Exception as e:
+        out["cuda_available"] = None
+    try:
+        import torch._inductor.config as ic
+        cxx = ic.cpp.cxx
+        cxx = [c for c in (cxx if isinstance(cxx, (list, tuple)) else (cxx,)) if c]
+        out["cxx_configured"] = cxx[0] if cxx else None
+    except Exception as e:
+        out["cxx_error"] = repr(e)[:300]
+    if logs is not None:
+        try:
+            from torch._logging._internal import _parse_log_settings
+            _parse_log_settings(logs)
+            out["logs_ok"] = True
+        except Exception as e:
+            out["logs_ok"] = False
+            out["logs_error"] = str(e).strip().splitlines()[0].split(",")[0] if str(e).strip() else repr(e)
+            try:
+                from torch._logging._internal import log_registry as r
+                out["logs_valid"] = sorted(["all", *r.log_alias_to_log_qnames, *r.artifact_names])
+            except Exception:
+                pass
+    try:
+        with open("/proc/self/maps") as fh:
+            libs = sorted({l.split()[-1] for l in fh if "libstdc++.so" in l and "/" in l})
+        if libs:
+            out["libstdcxx_path"] = libs[0]
+    except OSError:
+        pass
+except Exception as e:
+    out["torch_error"] = (type(e).__name__ + ": " + str(e))[:300]
+try:
+    import triton
+    out["triton"] = triton.__version__
+except Exception:
+    pass
+print(json.dumps(out))
+"""
+
+
+def _run_quiet(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 20.0) -> str | None:
+    try:
+        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             env=env, timeout=timeout, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout.decode("utf-8", "replace") if res.returncode == 0 else None
+
+
+def probe_python(python: str, env: dict[str, str], logs: str | None = None) -> dict[str, object]:
+    """Ask ``python`` (in ``env``, without TORCH_TRACE/TORCH_LOGS) for its python/torch/triton/CUDA/cxx facts.
+
+    When ``logs`` is given it is also validated with torch's own TORCH_LOGS parser (``logs_ok``, ``logs_error``).
+    Fails soft: returns ``{"probe_error": ...}`` when the probe cannot run.
+    """
+    penv = {k: v for k, v in env.items() if k not in ("TORCH_TRACE", "TORCH_LOGS", "TORCH_DTRACE")}
+    if logs is not None:
+        penv["AOTI_TRACE_PROBE_LOGS"] = logs
+    try:
+        res = subprocess.run([python, "-c", _PROBE], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=penv, timeout=PROBE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"probe_error": f"{type(exc).__name__}: {exc}"[:300]}
+    lines = res.stdout.decode("utf-8", "replace").strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, ValueError):
+        err = res.stderr.decode("utf-8", "replace").strip().splitlines()
+        return {"probe_error": (err[-1] if err else f"probe exited {res.returncode}")[:300]}
+
+
+def system_facts(facts: dict[str, object], env: dict[str, str]) -> dict[str, object]:
+    """Add GPU names, the C++ compiler and its version, and the libstdc++ version to ``facts`` (fail soft)."""
+    out = dict(facts)
+    smi = shutil.which("nvidia-smi", path=env.get("PATH"))
+    out["gpus"] = []
+    if smi:
+        text = _run_quiet([smi, "-L"], timeout=20.0)
+        if text:
+            out["gpus"] = [line.strip() for line in text.splitlines() if line.strip().startswith("GPU")]
+    cxx = env.get("CXX") or out.get("cxx_configured")
+    out["cxx"] = cxx
+    if cxx:
+        exe = shutil.which(str(cxx), path=env.get("PATH"))
+        out["cxx_path"] = exe
+        text = _run_quiet([exe, "--version"], timeout=20.0) if exe else None
+        out["cxx_version"] = text.strip().splitlines()[0] if text and text.strip() else None
+    lib = out.get("libstdcxx_path")
+    if not lib:
+        text = _run_quiet(["ldconfig", "-p"], timeout=10.0) or _run_quiet(["/sbin/ldconfig", "-p"], timeout=10.0)
+        if text:
+            m = re.search(r"libstdc\+\+\.so\.6 .*=> (\S+)", text)
+            lib = m.group(1) if m else None
+            out["libstdcxx_path"] = lib
+    if lib:
+        try:
+            out["libstdcxx"] = glibcxx_version(Path(str(lib)).read_bytes())
+        except OSError:
+            out["libstdcxx"] = None
+    return out
+
+
+# --------------------------------------------------------------------------- capture
+
+
+def _pump(src, sink, echo_to) -> None:
+    """Copy bytes from a pipe to a file (and a terminal), flushing each chunk as it arrives."""
+    fd = src.fileno()
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        sink.write(chunk)
+        sink.flush()
+        if echo_to is not None:
+            try:
+                echo_to.write(chunk)
+                echo_to.flush()
+            except (OSError, ValueError):
+                echo_to = None  # the terminal went away; keep capturing to the file
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _note(msg: str) -> None:
+    try:
+        sys.stderr.write(f"aoti-trace: {msg}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def capture(
+    cmd: list[str],
+    out_dir: str | Path,
+    *,
+    logs: str | None = None,
+    check_inputs: bool = False,
+    extra_env: dict[str, str] | None = None,
+    timeout: float | None = None,
+    echo: bool = True,
+    cwd: str | Path | None = None,
+    environment: bool = True,
+) -> CaptureResult:
+    """Run ``cmd`` with the debug variables set and write a capture folder to ``out_dir``.
+
+    ``logs``: TORCH_LOGS value, validated first with torch's parser when torch is importable (an invalid value
+    would make ``import torch`` itself fail). ``check_inputs``: set ``AOTI_RUNTIME_CHECK_INPUTS=1``.
+    ``extra_env``: more variables (they win over the defaults). ``timeout``: seconds before the child's process
+    group gets SIGTERM (then SIGKILL). ``echo``: also stream the output to this process's stdout/stderr.
+    ``environment``: probe python/torch/compiler facts for the manifest (in parallel with the run).
+
+    Raises :class:`CaptureFailed` when the command cannot be started or the arguments are unusable; a command that
+    fails or crashes is a normal result.
+    """
+    if not cmd:
+        raise CaptureFailed("no command given: put it after --, e.g. aoti-trace run -- python repro.py")
+    if timeout is not None and timeout <= 0:
+        raise CaptureFailed(f"--timeout must be positive, got {timeout}")
+    out = Path(out_dir).absolute()
+    run_cwd = str(Path(cwd).absolute()) if cwd is not None else os.getcwd()
+    if (out / "manifest.json").exists():
+        raise CaptureFailed(f"{out} already holds a capture (manifest.json); choose another --out")
+
+    set_env: dict[str, str] = {"TORCH_TRACE": str(out / "trace"), **BASE_ENV}
+    if logs is not None:
+        set_env["TORCH_LOGS"] = logs
+    if check_inputs:
+        set_env["AOTI_RUNTIME_CHECK_INPUTS"] = "1"
+    set_env.update(extra_env or {})
+    env = {**os.environ, **set_env}
+    recorded_env = {k: os.environ[k] for k in DEBUG_VARS if k in os.environ}
+    recorded_env.update(set_env)
+
+    exe = cmd[0] if os.sep in cmd[0] else shutil.which(cmd[0], path=env.get("PATH"))
+    if not exe or not os.path.isfile(os.path.join(run_cwd, exe)) or not os.access(os.path.join(run_cwd, exe), os.X_OK):
+        raise CaptureFailed(f"cannot start {cmd[0]!r}: not an executable file (or not on PATH)")
+
+    python = python_of(cmd, env.get("PATH"))
+    facts: dict[str, object] = {}
+    if logs is not None:
+        # Must know before the run: an invalid TORCH_LOGS makes `import torch` raise in the child.
+        facts = probe_python(python, env, logs=logs)
+        if facts.get("logs_ok") is False:
+            raise CaptureFailed(f"invalid --logs value {logs!r}: {facts.get('logs_error')}{_suggest(logs, facts)}")
+        facts.pop("logs_valid", None)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "trace").mkdir(exist_ok=True)
+    except OSError as exc:
+        raise CaptureFailed(f"cannot create output folder {out}: {exc.strerror}") from None
+    probe_thread = None
+    if logs is None and environment:
+        def _probe() -> None:
+            facts.update(probe_python(python, env))
+        probe_thread = threading.Thread(target=_probe, name="aoti-trace-probe", daemon=True)
+        probe_thread.start()
+
+    manifest = {
+        "schema": SCHEMA,
+        "command": list(cmd),
+        "cwd": run_cwd,
+        "exit_code": None,
+        "signal": None,
+        "timed_out": False,
+        "interrupted": False,
+        "duration_s": None,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "env": recorded_env,
+        "environment": {},
+        "capture": {"python": sys.executable, "complete": False},
+    }
+    _write_json(out / "manifest.json", manifest)
+
+    stdout_f = open(out / "stdout.txt", "wb", buffering=0)
+    stderr_f = open(out / "stderr.txt", "wb", buffering=0)
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(cmd, cwd=run_cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, bufsize=0, **_NEW_GROUP)
+    except OSError as exc:
+        stdout_f.close()
+        stderr_f.close()
+        (out / "manifest.json").unlink(missing_ok=True)
+        raise CaptureFailed(f"cannot start {cmd[0]!r}: {exc.strerror or exc}") from None
+    pgid = proc.pid
+
+    echo_out = getattr(sys.stdout, "buffer", None) if echo else None
+    echo_err = getattr(sys.stderr, "buffer", None) if echo else None
+    readers = [
+        threading.Thread(target=_pump, args=(proc.stdout, stdout_f, echo_out), daemon=True),
+        threading.Thread(target=_pump, args=(proc.stderr, stderr_f, echo_err), daemon=True),
+    ]
+    for t in readers:
+        t.start()
+
+    state = {"interrupted": False, "signals": 0}
+
+    def _forward(signum, _frame) -> None:
+        state["interrupted"] = True
+        state["signals"] += 1
+        if state["signals"] == 1:
+            _note(f"forwarding {signal.Signals(signum).name} to the command (again to kill it)")
+            _killpg(pgid, signum)
+        else:
+            _killpg(pgid, signal.SIGKILL)
+
+    old_handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            old_handlers[sig] = signal.signal(sig, _forward)
+
+    timed_out = False
+    try:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _note(f"command still running after --timeout {timeout:g}s: sending SIGTERM to its process group")
+            _killpg(pgid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _note(f"still running {KILL_GRACE_S:g}s after SIGTERM: sending SIGKILL")
+                _killpg(pgid, signal.SIGKILL)
+                proc.wait()
+        duration = time.monotonic() - start
+        # Leftover members of the group (e.g. compile workers) may hold the pipes open.
+        for t in readers:
+            t.join(READER_DRAIN_S)
+        if any(t.is_alive() for t in readers):
+            _killpg(pgid, signal.SIGKILL)
+            for t in readers:
+                t.join(2.0)
+    finally:
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
+        stdout_f.close()
+        stderr_f.close()
+
+    if probe_thread is not None:
+        probe_thread.join(PROBE_TIMEOUT_S)
+    environment_facts = system_facts(facts, env) if (environment or facts) else {}
+
+    rc = proc.returncode
+    result = CaptureResult(
+        out_dir=out, command=list(cmd), exit_code=rc, signal=signal_name(rc), timed_out=timed_out,
+        interrupted=state["interrupted"], duration_s=round(duration, 3), env=recorded_env,
+        environment=environment_facts,
+    )
+    manifest.update(
+        exit_code=rc, signal=result.signal, timed_out=timed_out, interrupted=result.interrupted,
+        duration_s=result.duration_s, environment=environment_facts,
+        capture={"python": sys.executable, "complete": True},
+    )
+    _write_json(out / "manifest.json", manifest)
+    if timed_out:
+        _note(f"timed out: the command was ended after {result.duration_s:.1f}s (killed by {result.signal})")
+    return result
+
+
+# --------------------------------------------------------------------------- python -m aoti_trace.capture
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m aoti_trace.capture --out DIR [options] -- CMD ...``; exits with the command's status."""
+    parser = argparse.ArgumentParser(
+        prog="python3 -m aoti_trace.capture",
+        description="Run CMD with AOTI debug variables set; write stdout/stderr/trace/manifest.json to --out.",
+    )
+    parser.add_argument("--out", required=True, help="capture folder to create")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds before the command is ended")
+    parser.add_argument("--check-inputs", action="store_true", help="set AOTI_RUNTIME_CHECK_INPUTS=1")
+    parser.add_argument("--logs", default=None, help="TORCH_LOGS value (validated first)")
+    parser.add_argument("--env", action="append", default=[], metavar="K=V", help="extra variable (repeatable)")
+    parser.add_argument("--quiet", action="store_true", help="do not echo the command's output")
+    parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ...")
+    args = parser.parse_args(argv)
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    try:
+        res = capture(cmd, Path(args.out), logs=args.logs, check_inputs=args.check_inputs,
+                      extra_env=parse_env_assignments(args.env), timeout=args.timeout, echo=not args.quiet)
+    except CaptureFailed as exc:
+        _note(f"error: {exc}")
+        return 2
+    _note(f"captured to {res.out_dir}: {res.describe()}")
+    if res.timed_out:
+        return 124
+    return res.exit_code if res.exit_code >= 0 else 128 - res.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
