@@ -29,7 +29,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 SCHEMA = "aoti-trace.capture/v1"
