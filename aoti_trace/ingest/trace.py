@@ -1,0 +1,398 @@
+"""Read TORCH_TRACE logs into the frames ``events``, ``compiles``, ``artifacts``, ``stacks`` and ``damage``.
+
+Public API::
+
+    read_trace(files: list[Path], run_id: str, *, verify: bool | None = None) -> Frames
+    read_payload(path: str | Path, offset: int, length: int) -> str
+    payload_text(row: dict) -> str                      # a row of `events` / `artifacts` (needs path + payload_*)
+    payload_md5_ok(path, offset, length, md5) -> bool    # full check of one payload
+
+How a file is read (see trace-format.md §11 and :mod:`aoti_trace.ingest.trace_index`):
+
+* The file is indexed once, by a Polars streaming query (or a byte-exact Python scanner for CRLF, invalid UTF-8
+  and ``\\x01`` bytes). Only headers are kept; payloads stay on disk as ``(payload_offset, payload_length)`` and are
+  read on demand with :func:`read_payload`, which strips exactly one leading TAB per line.
+* ``.log.gz`` files are decompressed (streaming) to a temporary file that is indexed and then deleted; their
+  payload offsets refer to the decompressed stream and :func:`read_payload` re-reads the ``.gz`` (a gzip seek is a
+  decompression from the start: fine for the few payloads a rule reads).
+* Only the JSON of ``str`` and ``compilation_metrics`` headers and of the ``stack`` lists is decoded (tolerantly);
+  every other field comes from anchored regexes over the header line. Context keys (``rank``, compile ids,
+  ``has_payload``) are matched at the end of the line, i.e. the last occurrence wins.
+* ``md5_ok``: payload MD5 against ``has_payload``. Checking every payload costs a second read of the payload bytes
+  (see bench/RESULTS.md), so with ``verify=None`` (default) files up to ``THOROUGH_LIMIT`` bytes are checked fully
+  (every payload MD5 and every header's JSON); larger files get only the cheap checks: the last payload of the
+  file (where a killed process leaves a truncated one) is verified, the others have ``md5_ok = null`` and can be
+  checked later with :func:`payload_md5_ok`. ``verify=True`` / ``False`` forces either mode.
+
+Compile sessions (``session``, 0-based per file): AOTI records carry no compile id, so a session is derived: it
+ends with a ``compilation_metrics`` record (the chromium events of the same compile id that directly follow it
+stay in it), and a new one starts at a second ``torch_version`` artifact or when the user call seen in the record
+stacks goes back in the export -> compile order (a new ``export`` call, or a second compile call from another
+line). Each session with real records gives one ``compiles`` row; one without ``compilation_metrics`` is
+``incomplete`` (the process died or gave up mid-compile; for ``kind = export`` it just means no compile followed).
+
+Damage (never an exception): ``unreadable``, ``empty_file``, ``bad_gzip``, ``truncated_line`` (last line cut),
+``truncated_payload`` (last payload short), ``md5_mismatch``, ``bad_json``, ``bad_header`` (a line that is
+neither a record header nor a payload line), ``bad_utf8``, ``unknown_event``, ``schema_drift``,
+``orphan_payload`` (TAB lines after a header without ``has_payload``), ``incomplete_compile``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+from aoti_trace.frames import Frames
+from aoti_trace.ingest import trace_meta as meta
+from aoti_trace.ingest.trace_index import index_file
+
+THOROUGH_LIMIT = 64 * 1024 * 1024  # bytes: full MD5 + JSON checks below this file size when verify=None
+RANK_FILE_RE = re.compile(r"rank_(\d+)_")
+
+
+# ----------------------------------------------------------------------------------------------- payloads
+def _strip_tabs(block: bytes) -> bytes:
+    """Payload bytes on disk -> payload: drop the final newline and one leading TAB per line (CRLF tolerated)."""
+    if block.endswith(b"\r\n") and block.count(b"\r\n") == block.count(b"\n"):
+        block = block.replace(b"\r\n", b"\n")
+    if block.endswith(b"\n"):
+        block = block[:-1]
+    if block.startswith(b"\t"):
+        block = block[1:]
+    return block.replace(b"\n\t", b"\n")
+
+
+def _read_block(path: Path, offset: int, length: int) -> bytes:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as fh:  # type: ignore[operator]
+        fh.seek(offset)
+        return fh.read(length)
+
+
+def read_payload(path: str | Path, offset: int, length: int) -> str:
+    """The payload text of a record (``payload_offset``, ``payload_length`` of ``events``/``artifacts``)."""
+    return _strip_tabs(_read_block(Path(path), offset, length)).decode("utf-8", errors="replace")
+
+
+def payload_text(row: dict) -> str | None:
+    """Payload text of a frame row (a dict with ``path``, ``payload_offset``, ``payload_length``), or None."""
+    if row.get("payload_offset") is None or row.get("payload_length") is None:
+        return None
+    return read_payload(row["path"], row["payload_offset"], row["payload_length"])
+
+
+def payload_md5_ok(path: str | Path, offset: int | None, length: int | None, md5: str) -> bool:
+    """Full MD5 check of one payload against ``has_payload``."""
+    if offset is None or length is None:
+        return False
+    return hashlib.md5(_strip_tabs(_read_block(Path(path), offset, length))).hexdigest() == md5
+
+
+# ----------------------------------------------------------------------------------------------- reading
+def read_trace(files: list[Path], run_id: str, *, verify: bool | None = None) -> Frames:
+    """Frames ``events``, ``compiles``, ``artifacts``, ``stacks``, ``damage`` of the trace ``files`` of one run."""
+    frames = Frames()
+    for path in files:
+        _read_file(Path(path), run_id, verify, frames)
+    return frames
+
+
+def _damage_frame(run_id: str, path: str, problems: meta.Problems) -> pl.DataFrame:
+    rows = [
+        {"run_id": run_id, "path": path, "lineno": lineno, "kind": kind, "count": count, "detail": detail}
+        for kind, (count, lineno, detail) in problems.rows.items()
+    ]
+    return pl.DataFrame(rows, schema={"run_id": pl.String, "path": pl.String, "lineno": pl.Int64,
+                                      "kind": pl.String, "count": pl.Int64, "detail": pl.String})
+
+
+def _read_file(path: Path, run_id: str, verify: bool | None, frames: Frames) -> None:
+    problems = meta.Problems()
+    shown = str(path)
+    tmp: str | None = None
+    try:
+        try:
+            local, size = _materialise(path, problems)
+        except OSError as exc:
+            problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
+            return
+        if local != str(path):
+            tmp = local
+        if size == 0:
+            problems.add("empty_file", None, f"{shown} is empty (the process wrote no record)")
+            return
+        thorough = verify if verify is not None else size <= THOROUGH_LIMIT
+        idx, how = index_file(local, size, keep_text=thorough)
+        with open(local, "rb") as fh:
+            fh.seek(max(0, size - 1))
+            ends_with_newline = fh.read(1) == b"\n"
+        file_rank = RANK_FILE_RE.search(path.name)
+        _build(idx, local, shown, run_id, int(file_rank[1]) if file_rank else None, thorough,
+               ends_with_newline, problems, frames)
+    finally:
+        if tmp:
+            os.unlink(tmp)
+        frames.add("damage", _damage_frame(run_id, shown, problems))
+
+
+def _materialise(path: Path, problems: meta.Problems) -> tuple[str, int]:
+    """A plain file to index: the path itself, or a decompressed temporary copy of a ``.gz``."""
+    if not path.name.endswith(".gz"):
+        return str(path), path.stat().st_size
+    fd, tmp = tempfile.mkstemp(prefix="aoti_trace_", suffix=".log")
+    with os.fdopen(fd, "wb") as out:
+        try:
+            with gzip.open(path, "rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+        except (EOFError, gzip.BadGzipFile, OSError, ValueError) as exc:
+            problems.add("bad_gzip", None, f"{path}: gzip stream damaged ({exc}); analysed the "
+                         f"{out.tell()} bytes decompressed before it")
+    return tmp, os.path.getsize(tmp)
+
+
+def _display_compile_id() -> pl.Expr:
+    ca, fid, fcid, att = (pl.col(c) for c in ("ca", "fid", "fcid", "att"))
+    any_id = ca.is_not_null() | fid.is_not_null() | fcid.is_not_null()
+    body = pl.concat_str(
+        pl.when(ca.is_not_null()).then(pl.format("!{}/", ca)).otherwise(pl.lit("")),
+        fid.cast(pl.String).fill_null("-"), pl.lit("/"), fcid.cast(pl.String).fill_null("-"),
+        pl.when(att.is_not_null() & (att != 0)).then(pl.format("_{}", att)).otherwise(pl.lit("")),
+    )
+    return pl.when(any_id).then(pl.format("[{}]", body))
+
+
+def _build(idx: pl.DataFrame, local: str, shown: str, run_id: str, file_rank: int | None, thorough: bool,
+           ends_with_newline: bool, problems: meta.Problems, frames: Frames) -> None:
+    last_rec = idx["rec"].max()
+    # ---- lines before the first header
+    lead = idx.filter(pl.col("lineno").is_null() & (pl.col("pay_lines") > 0))
+    if lead.height:
+        problems.add("orphan_payload", 1 if lead["pay_start"][0] == 0 else None,
+                     f"{lead['pay_lines'][0]} payload line(s) before the first record header", int(lead["pay_lines"][0]))
+    hdr = idx.filter(pl.col("lineno").is_not_null())
+    # ---- bad UTF-8 (exact path only)
+    bad = hdr.filter(pl.col("bad_utf8") > 0)
+    if bad.height:
+        problems.add("bad_utf8", int(bad["lineno"][0]),
+                     f"invalid UTF-8 in {int(bad['bad_utf8'].sum())} line(s), first in the record at line "
+                     f"{bad['lineno'][0]}; decoded with replacement", int(bad["bad_utf8"].sum()))
+    # ---- lines that are not record headers
+    nohead = hdr.filter(pl.col("event").is_null())
+    for row in nohead.select("rec", "lineno", "json_text").iter_rows(named=True):
+        if row["rec"] == last_rec and not ends_with_newline:
+            problems.add("truncated_line", row["lineno"], f"the file ends inside line {row['lineno']} (no record header)")
+        else:
+            problems.add("bad_header", row["lineno"], f"line {row['lineno']} is neither a record header nor a payload line")
+    hdr = hdr.filter(pl.col("event").is_not_null())
+    if hdr.is_empty():
+        if not problems.rows:
+            problems.add("empty_file", None, f"{shown} holds no trace record")
+        return
+    # ---- cut or broken header JSON
+    cut = hdr.filter(~pl.col("looks_complete"))
+    for row in cut.select("rec", "lineno", "event").iter_rows(named=True):
+        if row["rec"] == last_rec and not ends_with_newline:
+            problems.add("truncated_line", row["lineno"], f"the file ends inside the header of a "
+                         f"{row['event']} record at line {row['lineno']}")
+        else:
+            problems.add("bad_json", row["lineno"], f"line {row['lineno']}: {row['event']} header is not complete JSON")
+    if thorough:
+        for lineno, text in hdr.filter(pl.col("looks_complete")).select("lineno", "json_text").iter_rows():
+            try:
+                json.loads(text[text.index("] {") + 2:])
+            except ValueError:
+                problems.add("bad_json", lineno, f"line {lineno}: header JSON does not decode")
+    # ---- unknown events
+    unknown = hdr.filter(~pl.col("event").is_in(list(meta.KNOWN_EVENTS)))
+    if unknown.height:
+        names = unknown["event"].unique(maintain_order=True).to_list()
+        problems.add("unknown_event", int(unknown["lineno"][0]),
+                     f"{len(names)} event name(s) unknown to aoti-trace: {', '.join(names[:8])}", unknown.height)
+    # ---- orphan payloads
+    orphans = hdr.filter(pl.col("md5").is_null() & (pl.col("pay_lines") > 0))
+    if orphans.height:
+        problems.add("orphan_payload", int(orphans["lineno"][0]) + 1,
+                     f"payload lines after the header at line {orphans['lineno'][0]}, which has no has_payload",
+                     int(orphans["pay_lines"].sum()))
+    # ---- MD5
+    md5_ok = _check_md5(hdr, local, thorough, last_rec, problems)
+    # ---- interned strings and stacks
+    strings: dict[int, str] = {}
+    for lineno, text in hdr.filter(pl.col("event") == "str").select("lineno", "json_text").iter_rows():
+        if text is not None:
+            got = meta.parse_str_record(text, lineno, problems)
+            if got:
+                strings[got[0]] = got[1]
+    stack_of = _stacks(hdr, strings, problems)  # stack_text -> (frames, api, user_frame)
+    # ---- sessions
+    session = _sessions(hdr, stack_of)
+    base = hdr.with_columns(session=session, md5_ok=md5_ok, compile_id=_display_compile_id())
+    events = base.select(
+        pl.lit(run_id).alias("run_id"), pl.lit(shown).alias("path"), "lineno",
+        pl.coalesce("rank", "rank_prefix", pl.lit(file_rank, pl.Int32)).alias("rank"),
+        "level", pl.concat_str("mmdd", pl.lit(" "), "hms").alias("time"), "pid", "src", "event", "compile_id",
+        "session", "name", "encoding",
+        pl.col("pay_start").alias("payload_offset"), (pl.col("pay_end") - pl.col("pay_start")).alias("payload_length"),
+        pl.col("pay_lines").alias("payload_lines"), "md5", "md5_ok",
+    )
+    frames.add("events", events)
+    frames.add("artifacts", events.filter(pl.col("md5").is_not_null()).select(
+        "run_id", "path", "lineno", "rank", "session", "event", "name", "encoding", "payload_offset",
+        "payload_length", "md5_ok"))
+    frames.add("stacks", _stack_rows(base, stack_of, run_id, shown))
+    compiles = _compiles(base, stack_of, run_id, shown, problems)
+    if compiles.height:
+        frames.add("compiles", compiles)
+
+
+def _check_md5(hdr: pl.DataFrame, local: str, thorough: bool, last_rec: int, problems: meta.Problems) -> pl.Series:
+    has = hdr.filter(pl.col("md5").is_not_null())
+    if not thorough and has.height:
+        has = has.tail(1)  # the cheap check: only where a killed process leaves a cut payload
+    results: dict[int, bool] = {}
+    with open(local, "rb") as fh:
+        for rec, lineno, event, name, md5, start, end in has.select(
+            "rec", "lineno", "event", "name", "md5", "pay_start", "pay_end"
+        ).iter_rows():
+            if start is None:
+                ok = False
+            else:
+                fh.seek(start)
+                ok = hashlib.md5(_strip_tabs(fh.read(end - start))).hexdigest() == md5
+            results[rec] = ok
+            if not ok:
+                what = f"{event}{' ' + name if name else ''} record at line {lineno}"
+                if rec == last_rec:
+                    problems.add("truncated_payload", lineno, f"the file ends inside the payload of the {what} "
+                                 "(MD5 does not match has_payload)")
+                else:
+                    problems.add("md5_mismatch", lineno, f"payload of the {what} does not match its has_payload MD5")
+    if not results:
+        return pl.Series("md5_ok", [None] * hdr.height, dtype=pl.Boolean)
+    checked = pl.DataFrame({"rec": list(results), "ok": list(results.values())},
+                           schema={"rec": pl.Int64, "ok": pl.Boolean})
+    return hdr.select("rec").join(checked, on="rec", how="left", maintain_order="left")["ok"].alias("md5_ok")
+
+
+def _stacks(hdr: pl.DataFrame, strings: dict[int, str], problems: meta.Problems) -> dict:
+    out: dict[str, tuple] = {}
+    rows = hdr.filter(pl.col("stack_text").is_not_null()).group_by("stack_text", maintain_order=True).agg(
+        pl.col("lineno").first(), pl.col("event").first())
+    for text, lineno, event in rows.iter_rows():
+        raw = meta.parse_stack(text)
+        if raw is None:
+            problems.add("bad_json", lineno, f"line {lineno}: the stack of this {event} record does not decode")
+            continue
+        frames = meta.resolve_stack(raw, strings, lineno, problems)
+        api, user_frame = meta.user_call(frames, event)
+        out[text] = (frames, api, user_frame)
+    return out
+
+
+def _sessions(hdr: pl.DataFrame, stack_of: dict) -> pl.Series:
+    """Session number of every record (see the module docstring)."""
+    cid = _display_compile_id()
+    notable = hdr.with_columns(cid=cid).filter(
+        (pl.col("event") != "chromium_event") | pl.col("cid").is_not_null()
+    ).select("rec", "event", "name", "stack_text", "cid")
+    boundaries: list[int] = []
+    close_cid: object = None
+    closing = False
+    substantive = False
+    last_call = None
+    for rec, event, name, stack_text, cid_ in notable.iter_rows():
+        if closing and not (event == "chromium_event" and cid_ == close_cid):
+            boundaries.append(rec)
+            closing, substantive, last_call = False, False, None
+        call = stack_of.get(stack_text)[1:] if stack_text in stack_of else None
+        if event == "artifact" and name == "torch_version":
+            if substantive:
+                boundaries.append(rec)
+                substantive, last_call = False, None
+        elif call and call[0] is not None and cid_ is None:  # id-carrying (Dynamo) records split only at metrics
+            if last_call and call != last_call and meta.api_phase(call[0]) <= meta.api_phase(last_call[0]):
+                boundaries.append(rec)
+                substantive = False
+            last_call = call
+        if event == "compilation_metrics":
+            closing, close_cid = True, cid_
+        if event not in ("str", "chromium_event") and not (event == "artifact" and name == "torch_version"):
+            substantive = True
+    b = pl.Series(boundaries, dtype=pl.Int64)
+    return b.search_sorted(hdr["rec"], side="right").cast(pl.Int32).alias("session")
+
+
+def _stack_rows(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str) -> pl.DataFrame:
+    """One set of frames per distinct stack per session (first record that logged it)."""
+    firsts = base.filter(pl.col("stack_text").is_not_null()).group_by(["session", "stack_text"], maintain_order=True).agg(
+        pl.col("lineno").first())
+    rows = []
+    for session, text, lineno in firsts.iter_rows():
+        if text not in stack_of:
+            continue
+        for f in stack_of[text][0]:
+            rows.append({"run_id": run_id, "path": shown, "lineno": lineno, "session": session, "depth": f.depth,
+                         "filename": f.filename, "line": f.line, "function": f.function, "code": f.code,
+                         "is_user": f.is_user})
+    return pl.DataFrame(rows, schema={"run_id": pl.String, "path": pl.String, "lineno": pl.Int64, "session": pl.Int32,
+                                      "depth": pl.Int32, "filename": pl.String, "line": pl.Int32,
+                                      "function": pl.String, "code": pl.String, "is_user": pl.Boolean})
+
+
+def _compiles(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str, problems: meta.Problems) -> pl.DataFrame:
+    rows = []
+    for (session,), grp in base.group_by("session", maintain_order=True):
+        events = grp["event"]
+        tv = (grp["event"] == "artifact") & (grp["name"] == "torch_version")
+        if not (~events.is_in(["str", "chromium_event"]) & ~tv).any():
+            continue  # only interning / timeline records: no compile happened here
+        calls = [stack_of[t][1:] for t in grp["stack_text"].drop_nulls().unique(maintain_order=True) if t in stack_of]
+        calls = [c for c in calls if c[0] is not None] or [c for c in calls if c[1]]
+        best = max(calls, key=lambda c: meta.api_phase(c[0]), default=(None, None))
+        cms = grp.filter(pl.col("event") == "compilation_metrics")
+        ranks = grp["rank"].drop_nulls()
+        row: dict = {"run_id": run_id, "path": shown, "session": session, "api": best[0], "user_frame": best[1],
+                     "rank": ranks[0] if len(ranks) else None}
+        decoded = None
+        if cms.height:
+            cm = cms.row(-1, named=True)
+            row["lineno"], row["compile_id"] = cm["lineno"], cm["compile_id"]
+            if cm["json_text"] is not None and cm["looks_complete"]:
+                decoded = meta.decode_metrics(cm["json_text"], cm["lineno"], problems)
+                if decoded is None:
+                    problems.add("bad_json", cm["lineno"], f"line {cm['lineno']}: compilation_metrics does not decode")
+        else:
+            row["lineno"] = grp["lineno"][-1]
+            ids = grp["compile_id"].drop_nulls()
+            row["compile_id"] = ids[-1] if len(ids) else None
+        if decoded is not None:
+            row.update({k: v for k, v in decoded.items() if k not in ("compile_id", "duration_us")})
+            row["status"] = "failed" if decoded.get("fail_type") or decoded.get("fail_reason") else "ok"
+        else:
+            row["status"] = "incomplete"
+        aoti_seen = best[0] in meta.AOTI_APIS or bool(
+            grp.filter((pl.col("event") == "graph_dump") & pl.col("name").str.starts_with("inductor_aot")).height)
+        if row["compile_id"] is not None:
+            row["kind"] = "export" if best[0] in meta.EXPORT_APIS else "dynamo"
+        elif aoti_seen or cms.height:
+            row["kind"] = "aoti"
+        elif best[0] in meta.EXPORT_APIS:
+            row["kind"] = "export"
+        else:
+            row["kind"] = None
+        if row["status"] == "incomplete" and row["kind"] != "export":
+            problems.add("incomplete_compile", row["lineno"],
+                         f"compile session {session} has no complete compilation_metrics: the log ends at line "
+                         f"{grp['lineno'][-1]} (process killed or crashed mid-compile?)")
+        rows.append(row)
+    if not rows:
+        return pl.DataFrame()
+    return pl.DataFrame(rows, infer_schema_length=None)
