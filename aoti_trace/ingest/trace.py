@@ -317,7 +317,7 @@ def _sessions(hdr: pl.DataFrame, stack_of: dict) -> pl.Series:
             if substantive:
                 boundaries.append(rec)
                 substantive, last_call = False, None
-        elif call and call[0] is not None and cid_ is None:  # id-carrying (Dynamo) records split only at metrics
+        elif call and call[0] in meta.ENTRY_APIS and cid_ is None:  # Dynamo records split only at metrics
             if last_call and call != last_call and meta.api_phase(call[0]) <= meta.api_phase(last_call[0]):
                 boundaries.append(rec)
                 substantive = False
@@ -355,8 +355,8 @@ def _compiles(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str, probl
         if not (~events.is_in(["str", "chromium_event"]) & ~tv).any():
             continue  # only interning / timeline records: no compile happened here
         calls = [stack_of[t][1:] for t in grp["stack_text"].drop_nulls().unique(maintain_order=True) if t in stack_of]
-        calls = [c for c in calls if c[0] is not None] or [c for c in calls if c[1]]
-        best = max(calls, key=lambda c: meta.api_phase(c[0]), default=(None, None))
+        calls = [c for c in calls if c[0] in meta.ENTRY_APIS] or [c for c in calls if c[1]]
+        best = max(calls, key=lambda c: meta.api_phase(c[0]), default=(None, None))  # the compile over the export
         cms = grp.filter(pl.col("event") == "compilation_metrics")
         ranks = grp["rank"].drop_nulls()
         row: dict = {"run_id": run_id, "path": shown, "session": session, "api": best[0], "user_frame": best[1],

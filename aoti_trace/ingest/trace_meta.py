@@ -113,18 +113,22 @@ def resolve_stack(raw: list, strings: dict[int, str], lineno: int, problems: Pro
 
 
 def user_call(frames: list[Frame], event: str | None) -> tuple[str | None, str | None]:
-    """(api, 'file:line' of the user frame that called it): the innermost user frame and the frame it called."""
-    idx = [i for i, f in enumerate(frames) if f.is_user]
-    if not idx:
+    """(api, 'file:line' of the user frame that called it).
+
+    The first (outermost) step from user code into torch/library code: user code that torch calls back (a model's
+    ``forward`` traced by export) sits deeper in the stack and is not the caller of the API.
+    """
+    for i in range(len(frames) - 1):
+        if frames[i].is_user and not frames[i + 1].is_user:
+            return frames[i + 1].function, f"{frames[i].filename}:{frames[i].line}"
+    users = [f for f in frames if f.is_user]
+    if not users:
         return None, None
-    i = idx[-1]
-    user = frames[i]
-    where = f"{user.filename}:{user.line}"
-    if i + 1 < len(frames):
-        return frames[i + 1].function, where
-    if event == "dynamo_start":  # the stack ends in the compiled user function
-        return "compile", where
-    return None, where
+    where = f"{users[-1].filename}:{users[-1].line}"
+    return ("compile" if event == "dynamo_start" else None), where  # dynamo_start: stack ends in the compiled fn
+
+
+ENTRY_APIS = EXPORT_APIS | AOTI_APIS | {"compile"}
 
 
 def api_phase(api: str | None) -> int:
