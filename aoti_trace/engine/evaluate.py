@@ -1,0 +1,309 @@
+"""Evaluate a rule set over frames and turn the hits into ranked :class:`~aoti_trace.findings.Finding` records.
+
+Steps: mark ignore-list lines as noise -> skip rules outside their torch range -> match every rule at once
+(:mod:`.compile`) -> anchor rows, captures, evidence -> reasoners (:mod:`.reasoners`) -> supersedes, dedupe,
+rank (:mod:`.rank`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+from typing import Any, Iterable
+
+from aoti_trace.engine import compile as C
+from aoti_trace.engine.loader import RuleSet
+from aoti_trace.engine.rank import Ranked, rank
+from aoti_trace.engine.reasoners import enrich
+from aoti_trace.engine.schema import PLACEHOLDER_RE, ColumnRef, Leaf, Rule, TorchRange
+from aoti_trace.findings import Evidence, Finding
+from aoti_trace.frames import Frames
+
+MAX_EVIDENCE = 3
+UNKNOWN = "<unknown>"
+TRACE_DIR = "./torch_trace"
+
+
+def evaluate(rules: RuleSet | Iterable[Rule], frames: Frames) -> list[Finding]:
+    """Findings of ``rules`` over ``frames``, ranked; exactly one is primary when any has severity error."""
+    ruleset = rules if isinstance(rules, RuleSet) else RuleSet(rules=list(rules))
+    active = [r for r in ruleset.rules if r.status != "deprecated"]
+    frames = Frames(dict(frames.tables))
+    frames.tables["lines"] = C.mark_noise(frames["lines"], [e.regex for e in ruleset.ignore])
+    runs = C.run_ids(frames)
+    if not runs or not active:
+        return []
+    versions = torch_versions(frames)
+    applies = {
+        r.id: [run for run in runs if in_torch_range(versions.get(run), r.torch)] for r in active if r.torch is not None
+    }
+    plan = _plan(ruleset, active)
+    matches = C.match(plan, frames, runs, applies)
+    hit_runs: dict[str, list[str]] = {}
+    for run_id, rule_id in matches.hits:
+        hit_runs.setdefault(rule_id, []).append(run_id)
+
+    ranked: list[Ranked] = []
+    for cr in plan.rules:
+        runs_hit = hit_runs.get(cr.rule.id)
+        if runs_hit:
+            ranked += _findings(cr, matches, frames, runs_hit)
+    return rank(_supersede(ranked))
+
+
+def _plan(ruleset: RuleSet, active: list[Rule]) -> C.Plan:
+    key = tuple(id(r) for r in active)
+    cached = getattr(ruleset, "_plan_cache", None)
+    if cached is None or cached[0] != key:
+        cached = (key, C.compile_rules(active))
+        ruleset._plan_cache = cached  # type: ignore[attr-defined]
+    return cached[1]
+
+
+# ---------------------------------------------------------------------------------------------- torch range
+
+
+def _version_tuple(text: str) -> tuple[int, ...] | None:
+    m = re.match(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", text.strip())
+    return tuple(int(g) for g in m.groups() if g is not None) if m else None
+
+
+def in_torch_range(version: str | None, bounds: TorchRange | None) -> bool:
+    """True when ``version`` lies in ``bounds``; an unknown version applies every rule."""
+    if bounds is None or version is None:
+        return True
+    v = _version_tuple(version)
+    if v is None:
+        return True
+    if bounds.min is not None:
+        lo = _version_tuple(bounds.min)
+        if lo is not None and v[: len(lo)] < lo:
+            return False
+    if bounds.max is not None:
+        hi = _version_tuple(bounds.max)
+        if hi is not None and v[: len(hi)] > hi:
+            return False
+    return True
+
+
+def torch_versions(frames: Frames) -> dict[str, str]:
+    """Torch version per run: compiles.pytorch_version, else a process ``torch`` column, else a package fact."""
+    out = C.first_per_run(frames, "package", "value", where=("key", ["torch_version", "pytorch_version"]))
+    out.update(C.first_per_run(frames, "process", "torch"))
+    out.update(C.first_per_run(frames, "compiles", "pytorch_version"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- findings
+
+
+def _findings(cr: C.CompiledRule, matches: C.Matches, frames: Frames, runs_hit: list[str]) -> list[Ranked]:
+    rule, leaf = cr.rule, cr.anchor_leaf
+    rows = C.select_rows(matches, cr.anchor, runs_hit, rule.occurrence, leaf.regex, leaf.ignore_case)
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_run.setdefault(row["run_id"], []).append(row)
+    out: list[Ranked] = []
+    for run_id in runs_hit:
+        anchors = [(cr.anchor, leaf, row) for row in by_run.get(run_id, [])]
+        if not anchors:  # the anchor sat in an `any` branch that did not hit: use the first positive row instead
+            anchors = _fallback_anchor(cr, matches, run_id)
+        for pred, aleaf, row in anchors:
+            out.append(_finding(cr, matches, frames, run_id, pred, aleaf, row))
+    return out
+
+
+def _fallback_anchor(cr: C.CompiledRule, matches: C.Matches, run_id: str) -> list[tuple[C.Pred, Leaf | None, dict]]:
+    for pred in cr.positives:
+        regex = pred.leaf.regex if pred.leaf is not None else None
+        ic = pred.leaf.ignore_case if pred.leaf is not None else False
+        rows = C.select_rows(matches, pred, [run_id], cr.rule.occurrence, regex, ic)
+        if rows:
+            return [(pred, pred.leaf, row) for row in rows]
+    return []
+
+
+def _finding(
+    cr: C.CompiledRule, matches: C.Matches, frames: Frames, run_id: str, pred: C.Pred, leaf: Leaf | None, row: dict
+) -> Ranked:
+    rule = cr.rule
+    fields = _extract(rule, row)
+    evidence = [evidence_of(pred.frame, row, leaf)]
+    seen_frames = {pred.frame}
+    for other in cr.positives:
+        if len(evidence) >= MAX_EVIDENCE:
+            break
+        if other.frame in seen_frames or other is pred:
+            continue
+        hits = C.select_rows(matches, other, [run_id], "last")
+        if hits:
+            evidence.append(evidence_of(other.frame, hits[0], other.leaf))
+            seen_frames.add(other.frame)
+    finding = Finding(
+        run_id=run_id,
+        rule_id=rule.id,
+        rule_name=rule.name,
+        family=rule.family,
+        severity=rule.severity,
+        title=rule.title,
+        message=render(rule.message, fields),
+        remedy=render(rule.remedy, fields).strip(),
+        guide=rule.guide,
+        env_flags=dict(rule.env_flags),
+        evidence=evidence,
+        fields=fields,
+        fingerprint=fingerprint(rule.id, fields),
+    )
+    finding = enrich(finding, frames)
+    finding = finding.model_copy(update={"rerun": rerun_command(finding.env_flags, frames, run_id)})
+    position = (row.get("lineno") if isinstance(row.get("lineno"), int) else None, row.get(C.ROW, 0))
+    return Ranked(finding, rule, position)
+
+
+def _extract(rule: Rule, row: dict) -> dict[str, str]:
+    groups = row.get("__groups") or {}
+    fields: dict[str, str] = {}
+    for name, ref in rule.extract.items():
+        value = row.get(ref.column) if isinstance(ref, ColumnRef) else groups.get(ref)
+        if value is not None:
+            fields[name] = str(value).strip()
+    return fields
+
+
+def render(template: str, fields: dict[str, str]) -> str:
+    """Replace ``{{name}}`` placeholders; a field that was not captured renders as ``<unknown>``."""
+    return PLACEHOLDER_RE.sub(lambda m: fields.get(m[1], UNKNOWN), template)
+
+
+# ---------------------------------------------------------------------------------------------- evidence
+
+
+def _first_line(text: str | None) -> str:
+    if not text:
+        return ""
+    return next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
+
+
+def matching_line(text: str | None, leaf: Leaf | None) -> str:
+    """The line of a (multi-line) cell that the leaf matched; else its first non-empty line."""
+    if not text:
+        return ""
+    if leaf is not None and (leaf.regex is not None or leaf.contains is not None):
+        flags = re.IGNORECASE if leaf.ignore_case else 0
+        pattern = leaf.regex if leaf.regex is not None else re.escape(leaf.contains or "")
+        try:
+            m = re.search(pattern, text, flags)
+        except re.error:
+            m = None
+        if m:
+            start = text.rfind("\n", 0, m.start()) + 1
+            end = text.find("\n", m.start())
+            line = text[start : end if end >= 0 else len(text)].strip()
+            if line:
+                return line
+    return _first_line(text)
+
+
+# frame -> its text column (the one whose matching line is shown)
+TEXT_COLUMN = {
+    "lines": "text",
+    "exceptions": "message",
+    "compiles": "fail_reason",
+    "device_asserts": "assertion",
+    "faults": "what",
+    "damage": "detail",
+}
+
+
+def evidence_of(frame: str, row: dict, leaf: Leaf | None) -> Evidence:
+    """An evidence item for one row of ``frame``."""
+    column = TEXT_COLUMN.get(frame)
+    own = leaf if (leaf is not None and leaf.column == column) else None
+    text: str
+    if frame == "lines":
+        text = str(row.get("text") or "")
+    elif frame == "exceptions":
+        line = matching_line(row.get("message"), own)
+        text = f"{row.get('exc_type')}: {line}" if row.get("exc_type") else line
+    elif frame == "compiles":
+        text = matching_line(row.get("fail_reason"), own) or " ".join(
+            str(v) for v in (row.get("status"), row.get("fail_type")) if v
+        )
+    elif frame == "device_asserts":
+        text = str(row.get("assertion") or "")
+    elif frame == "faults":
+        text = _first_line(row.get("what")) or f"{row.get('signal') or row.get('kind')}: {_first_line(row.get('stack'))}"
+    elif frame == "package":
+        text = f"{row.get('key')}={row.get('value')}"
+    elif frame == "process":
+        text = f"exit_code={row.get('exit_code')} signal={row.get('signal')}"
+    elif frame in ("events", "artifacts"):
+        text = " ".join(str(v) for v in (row.get("event"), row.get("name")) if v)
+    elif frame == "stacks":
+        text = f"{row.get('filename')}:{row.get('line')} in {row.get('function')}"
+    elif frame == "printer":
+        text = " ".join(f"{k}={row.get(k)}" for k in ("event", "kernel", "arg", "min", "max", "mean") if row.get(k) is not None)
+    elif frame == "damage":
+        text = f"{row.get('kind')}: {row.get('detail')}"
+    else:
+        text = str(row)
+    lineno = row.get("lineno")
+    return Evidence(source=frame, path=row.get("path"), line=lineno if isinstance(lineno, int) else None, text=text[:500])
+
+
+# ---------------------------------------------------------------------------------------------- fingerprint, rerun
+
+_NORMALISE = [
+    (re.compile(r"(?:[A-Za-z]:)?(?:[\\/][^\s\\/:'\"]+)+[\\/]"), ""),  # directories (cache dirs, temp dirs, build roots)
+    (re.compile(r"aotinductor_\w+"), "aotinductor_X"),
+    (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
+    (re.compile(r"\b[0-9a-f]{8,}\b|[0-9a-z]{20,}"), "<hash>"),
+    (re.compile(r"\b(?:pid|PID)[ =:]*\d+"), "pid"),
+]
+
+
+def normalise(value: str) -> str:
+    for pattern, repl in _NORMALISE:
+        value = pattern.sub(repl, value)
+    return value.strip()
+
+
+def fingerprint(rule_id: str, fields: dict[str, str]) -> str:
+    """sha256 over the rule id and the normalised fields: stable across runs, machines and cache dirs."""
+    body = rule_id + "\0" + "\0".join(f"{k}={normalise(v)}" for k, v in sorted(fields.items()))
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def rerun_command(env_flags: dict[str, str], frames: Frames, run_id: str) -> str | None:
+    """``VAR=value ... <original command>``; adds TORCH_TRACE when the run had no trace. None if nothing to add."""
+    env = dict(env_flags)
+    if not C.has_rows(frames, "events", run_id):
+        env.setdefault("TORCH_TRACE", TRACE_DIR)
+    if not env:
+        return None
+    procs = C.run_rows(frames, "process", run_id, ["command"])
+    command = next((p["command"] for p in procs if p.get("command")), None) or "<your command>"
+    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    return f"{prefix} {command}"
+
+
+# ---------------------------------------------------------------------------------------------- supersedes
+
+
+def _supersede(items: list[Ranked]) -> list[Ranked]:
+    suppressed: dict[str, set[str]] = {}
+    for item in items:
+        suppressed.setdefault(item.finding.run_id, set()).update(item.rule.supersedes)
+    seen: set[tuple[str, str, str]] = set()
+    out: list[Ranked] = []
+    for item in items:
+        f = item.finding
+        if f.rule_id in suppressed.get(f.run_id, set()):
+            continue
+        key = (f.run_id, f.rule_id, f.fingerprint)
+        if key in seen:  # occurrence: all -> one finding per distinct fingerprint
+            continue
+        seen.add(key)
+        out.append(item)
+    return out
