@@ -14,7 +14,7 @@ best effort: a probe that cannot run yields ``None`` (unknown), never an excepti
 
 from __future__ import annotations
 
-import platform
+import platform as _platform
 import re
 import shutil
 import subprocess
@@ -46,7 +46,7 @@ class HostInfo:
     """What this machine offers for loading an AOTI package. ``None`` means unknown."""
 
     platform: str = sys.platform
-    machine: str = field(default_factory=platform.machine)
+    machine: str = field(default_factory=_platform.machine)
     torch_version: str | None = None
     torch_cuda_version: str | None = None
     torch_hip_version: str | None = None
