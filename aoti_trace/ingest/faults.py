@@ -1,0 +1,113 @@
+"""Fatal signals (faulthandler dumps) and C++ ``terminate called ...`` / ``what():`` pairs (the ``faults`` frame)."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from aoti_trace.frames import conform
+from aoti_trace.ingest.tracebacks import is_torch, is_user, torch_relative
+
+FATAL = re.compile(r"^Fatal Python error: (?P<what>.*?)\s*$")
+THREAD = re.compile(r"^(?P<current>Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):|^Stack \(most recent call first\):")
+FH_FRAME = re.compile(r'^  File "(?P<file>[^"]*)", line (?P<line>\d+|\?\?\?) in (?P<func>.+?)\s*$')
+TERMINATE = re.compile(r"^terminate called (?:after throwing an instance of '(?P<type>[^']*)'|(?P<other>.*))")
+WHAT = re.compile(r"^\s*what\(\):\s+(?P<what>.*)$")
+
+SIGNALS = {
+    "segmentation fault": "SIGSEGV",
+    "bus error": "SIGBUS",
+    "aborted": "SIGABRT",
+    "illegal instruction": "SIGILL",
+    "floating-point exception": "SIGFPE",
+    "floating point exception": "SIGFPE",
+}
+
+# (phase, function regex, file regex or None); tried on each frame from the innermost outwards, first match wins
+PHASE_RULES: list[tuple[str, re.Pattern, re.Pattern | None]] = [
+    (p, re.compile(f), re.compile(g) if g else None)
+    for p, f, g in [
+        ("run", r"^(?:__call__|boxed_run|run|optimized)$", r"(?:_inductor/package/package|pt2_archive/_package|_export/__init__)\.py$"),
+        ("load", r"^(?:aoti_load_package|load_package|load_pt2|_load_aoti|aot_load|<dictcomp>|__init__)$",
+         r"(?:_inductor/__init__|_inductor/package/package|pt2_archive/_package|_export/__init__)\.py$"),
+        ("compile", r"^(?:aoti_compile_and_package|aot_compile|compile_fx_aot|compile_fx|compile_fx_inner|fx_codegen_and_compile|compile)$", None),
+        ("compile", r".", r"torch/_inductor/"),
+        ("export", r"^(?:export|_export|export_for_training|_export_for_training|draft_export)$", None),
+        ("export", r".", r"torch/(?:export|_export|_dynamo)/"),
+    ]
+]
+
+
+def infer_phase(stack: list[tuple[str, str]]) -> str:
+    """Phase from (file, function) frames listed innermost first."""
+    for file, func in stack:
+        for phase, fre, file_re in PHASE_RULES:
+            if fre.search(func) and (file_re is None or file_re.search(file)):
+                return phase
+    return "unknown"
+
+
+def _signal(what: str) -> str | None:
+    low = what.lower()
+    return next((sig for words, sig in SIGNALS.items() if low.startswith(words)), None)
+
+
+def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
+    """One row per faulthandler dump and per terminate/what() pair; ``df`` is the output of ``classify()``."""
+    sel = df.filter(pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what")).select(
+        "_rk", "_i", "lineno", "_msg", "kind", "run_id", "path"
+    )
+    if sel.height == 0:
+        return conform("faults", pl.DataFrame())
+    run_id, path = sel["run_id"][0], sel["path"][0]
+    rows: list[dict] = []
+    state: dict[int, dict] = {}  # per rank: the open dump / terminate row
+    for rk, _i, lineno, msg, kind, *_ in sel.iter_rows():
+        st = state.setdefault(rk, {"dump": None, "in_current": False, "term": None})
+        m = FATAL.match(msg)
+        if m:
+            st["dump"] = {"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal",
+                          "signal": _signal(m["what"]), "what": m["what"], "_stack": []}
+            st["in_current"] = False
+            rows.append(st["dump"])
+            continue
+        m = THREAD.match(msg)
+        if m and st["dump"] is not None:
+            # the crashing thread is 'Current thread' (or the only 'Stack' of a dump without threads)
+            st["in_current"] = m["current"] != "Thread" and not st["dump"]["_stack"]
+            continue
+        m = FH_FRAME.match(msg)
+        if m and st["dump"] is not None and st["in_current"]:
+            st["dump"]["_stack"].append((m["file"], m["line"], m["func"]))
+            continue
+        if msg.startswith("Extension modules: "):
+            st["dump"], st["in_current"] = None, False
+            continue
+        m = TERMINATE.match(msg)
+        if m:
+            st["term"] = {"run_id": run_id, "path": path, "lineno": lineno, "kind": "terminate",
+                          "exc_type": m["type"], "what": None, "_stack": []}
+            rows.append(st["term"])
+            continue
+        m = WHAT.match(msg)
+        if m:
+            if st["term"] is not None and st["term"]["what"] is None:
+                st["term"]["what"] = m["what"]
+            else:  # what() without the terminate line (cut log): still a C++ abort
+                rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "terminate",
+                             "exc_type": None, "what": m["what"], "_stack": []})
+    for row in rows:
+        stack = row.pop("_stack")
+        if row["kind"] == "fatal_signal":
+            row.pop("what", None)
+            row["stack"] = "\n".join(f"{f}:{ln} in {fn}" for f, ln, fn in stack) or None
+            row["phase"] = infer_phase([(f, fn) for f, _, fn in stack])
+            for f, ln, fn in stack:
+                if "torch_function" not in row and is_torch(f):
+                    row.update(torch_function=fn, torch_file=torch_relative(f))
+                if "user_file" not in row and is_user(f):
+                    row.update(user_file=f, user_line=int(ln) if ln.isdigit() else None)
+        else:
+            row["phase"] = "unknown"
+    return conform("faults", pl.DataFrame(rows, infer_schema_length=None))

@@ -1,0 +1,228 @@
+"""Decode captured stderr/stdout and classify every line (the ``lines`` frame).
+
+Classification is done with Polars expressions over the whole column. Context (is this indented line part of a
+traceback? is this plain line the continuation of an exception message, or of generated code echoed by
+``TORCH_LOGS=output_code``?) is computed with forward-filled block states, partitioned by rank so that the
+interleaved output of several ``[rankN]:`` processes classifies as if each had been captured alone.
+
+:func:`classify` returns the frame with helper columns (prefixed ``_``) that the assemblers in
+``tracebacks.py``, ``faults.py``, ``printer.py`` and ``asserts.py`` use; :func:`public` drops them.
+
+All patterns use the Rust regex dialect and compile in Python ``re`` too (a test checks both).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+# ---------------------------------------------------------------------------------------------- line cleanup
+ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
+RANK_PREFIX = r"^\[(?:rank|default)(\d+)\]:"
+# glog header of torch's Python logging (``W1130 05:06:08.690000 13845 torch/x.py:874] ``) and of c10's C++
+# logging (``[W1130 05:06:08.690000000 ProcessGroupNCCL.cpp:123] ``, ``[E520 19:20:12.156885067 shim_common.cpp:311] ``)
+GLOG = r"^\[?(?P<level>[VIWEFC])\d{3,4} \d\d:\d\d:\d\d\.\d+(?: +\d+)? (?P<src>[^\s\]]+:\d+)\] ?"
+
+# ---------------------------------------------------------------------------------------------- line patterns
+# Matched against the message: the line after the rank prefix and the glog header.
+PATTERNS: dict[str, str] = {
+    "tb_head": r"^Traceback \(most recent call last\):\s*$",
+    "tb_cause": r"^The above exception was the direct cause of the following exception:\s*$",
+    "tb_context": r"^During handling of the above exception, another exception occurred:\s*$",
+    "tb_file": r'^  File "[^"]*", line \d+, in ',
+    # ``Type: message`` / ``Type`` / ``Type:`` as Python prints the last line of a traceback
+    "exc_line": r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?::(?: .*)?)?$",
+    "fh_fatal": r"^Fatal Python error: ",
+    "faulthandler": (
+        r"^(?:Fatal Python error: |Python runtime state: |(?:Current thread|Thread) 0x[0-9a-fA-F]+ "
+        r"\(most recent call first\):|Current thread's C stack trace|Stack \(most recent call first\):"
+        r'|  File "[^"]*", line \d+ in |  File "[^"]*", line \?\?\? in |  <no Python frame>|  Binary file "'
+        r"|  <tstate is freed>|  Garbage-collecting|  \.\.\.$|Extension modules: )"
+    ),
+    "device_assert": (
+        r"^(?P<file>.+?):(?P<line>\d+): (?P<func>[^:\n]+): block: \[(?P<block>\d+,\d+,\d+)\], "
+        r"thread: \[(?P<thread>\d+,\d+,\d+)\] Assertion `(?P<msg>[^`]*)` failed\.?"
+    ),
+    "xpu_assert": r"global id: \[[^\]]*\], local id: \[[^\]]*\]\s*Assertion `(?P<msg>[^`]*)` failed",
+    "terminate": r"^terminate called (?:after throwing an instance of '|without an active exception|recursively)",
+    "what": r"^\s*what\(\):  ",
+    "cpp_error": r"^Error: ",
+    "aoti_torch_exception": r"Exception in aoti_torch: ",
+    "cpp_frame": r"^(?:frame #\d+: |Exception raised from \S.* \(most recent call first\):|<omitting python frames>)",
+    "compiler_diagnostic": (
+        r"^(?:cc1plus|g\+\+|c\+\+|clang\+\+|collect2|/?\S+?\.(?:cpp|cc|cxx|c|h|hpp|cu|cuh)(?::\d+(?::\d+)?)?"
+        r"|ld(?:\.\w+)?): (?:fatal )?error: "
+    ),
+    "warning": r"^\S.*?:\d+: [A-Z]\w*Warning: |^\[WARNING\] |^Warning: |^UserWarning: ",
+    # benign lines (aoti-signatures.md §1.6): context, never the diagnosis
+    "noise": "|".join(
+        [
+            r"Loading outdated pt2 file\. Please regenerate your package\.",
+            r"^\+=+\+\s*$",
+            r"^\|\s+!!!\s+WARNING\s+!!!\s+\|",
+            r"torch\._export\.aot_compile\(\)(?:/torch\._export\.aot_load\(\))? is being deprecated",
+            r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+            r"`torch\.jit\.script_method` is deprecated",
+            r"You no longer need to specify args/kwargs to aoti_compile_and_package",
+            r"Unable to load package\. f must be a buffer or a file ending in \.pt2",
+            r"Device information mismatch for AOTI_\w+: .* This could cause some issues",
+            r"\[WARNING\] Found constant or module state buffer or empty module state parameter",
+            r"TensorFloat32 tensor cores for float32 matrix multiplication available but not enabled",
+            r"CUDA kernel errors might be asynchronously reported at some other API call",
+            r"^For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+            r"^Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions",
+            r"^Search for `\w+' in https://docs\.nvidia\.com/",
+            r"^The error above occurred when calling torch\.export\.export\.",
+            r"Setting OMP_NUM_THREADS environment variable for each process to be 1 in default",
+        ]
+    ),
+    # code echoed by TORCH_LOGS (output_code, kernel_code, graph_code, *_graphs): each line of the record carries
+    # the glog header and the artifact tag in torch 2.13
+    "code_tag": r"^(?:\[[^\]]*\] )*\[__(?:\w+_code|\w+_graphs?|ir_\w+)\]",
+    "printer_header": r"^\[  (?P<event>before_launch|after_launch|aoti_model_inputs) - (?P<rest>.+)  \]:\s*$",
+    "printer_launch": r"^\[ (?P<event>before_launch|after_launch): (?P<kernel>\S+) \]\s*$",
+    "printer_stat": (
+        r"^(?P<key>Number of elements|Dtype|Mean value|Min value|Max value|Device|Size|Stride|Layout"
+        r"|Is contiguous|Requires grad): (?P<value>.*)$"
+    ),
+    "printer_content": (
+        r"^(?:[ \t0-9.eE+\-naifNI(),=:*]*|\[ [A-Za-z0-9_]+\{[0-9,]*\} \]|Columns \d+ to \d+"
+        r"|(?:Number of elements|Dtype|Mean value|Min value|Max value|Device|Size|Stride|Layout|Is contiguous"
+        r"|Requires grad): .*)$"
+    ),
+}
+
+KINDS: tuple[str, ...] = (
+    "torch_log", "traceback", "exception", "cpp_error", "aoti_torch_exception", "device_assert",
+    "compiler_diagnostic", "faulthandler", "cpp_frame", "output_code", "printer", "terminate", "warning", "noise",
+    "plain",
+)
+
+
+def _has(name: str) -> pl.Expr:
+    return pl.col("_msg").str.contains(PATTERNS[name])
+
+
+def split_lines(text: str) -> tuple[list[str], bool]:
+    """Split decoded text into lines. Returns the lines and whether the last one had a line terminator."""
+    if not text:
+        return [], True
+    parts = text.split("\n")
+    complete = parts[-1] == ""
+    if complete:
+        parts.pop()
+    return parts, complete
+
+
+def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFrame:
+    """Classify ``lines`` (already decoded, terminators removed). Keeps the ``_`` helper columns."""
+    df = pl.DataFrame({"_raw": pl.Series(lines, dtype=pl.String)})
+    if df.height == 0:
+        df = df.with_columns(pl.lit(None, dtype=pl.String).alias("_raw")).clear()
+    # 1. clean: CR at line end (CRLF), colour codes, the rank prefix, carriage-return overwrites
+    df = df.with_row_index("_i").with_columns(
+        pl.col("_raw").str.replace(r"\r$", "").str.replace_all(ANSI, "").alias("_t"),
+    )
+    df = df.with_columns(pl.col("_t").str.extract(RANK_PREFIX, 1).cast(pl.Int32, strict=False).alias("rank"))
+    stripped = pl.col("_t").str.replace(RANK_PREFIX, "")
+    # torchrun's prefix has no separator ('[default0]:  File'); others add one space ('[rank0]: Traceback').
+    # Python indents in steps of 2, so an odd number of leading spaces means a separator was added.
+    odd = (stripped.str.len_chars() - stripped.str.strip_chars_start(" ").str.len_chars()) % 2 == 1
+    df = df.with_columns(
+        pl.when(pl.col("rank").is_not_null() & odd).then(stripped.str.slice(1)).otherwise(stripped)
+        .str.replace(r"^.*\r", "")
+        .alias("text")
+    )
+    # 2. glog header -> level, src, message
+    glog = pl.col("text").str.extract_groups(GLOG)
+    df = df.with_columns(
+        glog.struct.field("level").alias("level"),
+        glog.struct.field("src").alias("src"),
+        pl.col("text").str.replace(GLOG, "").alias("_msg"),
+        pl.col("rank").fill_null(-1).alias("_rk"),
+    )
+    df = df.with_columns(
+        pl.col("level").is_not_null().alias("_glog"),
+        *[_has(n).alias("_" + n) for n in (
+            "tb_head", "tb_cause", "tb_context", "tb_file", "fh_fatal", "faulthandler", "device_assert",
+            "xpu_assert", "terminate", "what", "cpp_error", "aoti_torch_exception", "cpp_frame",
+            "compiler_diagnostic", "warning", "noise", "code_tag", "printer_header", "printer_launch",
+            "printer_content", "exc_line")],
+        (pl.col("_msg").str.contains(r"^\s") ).alias("_ws"),
+        (pl.col("_msg").str.len_bytes() == 0).alias("_blank"),
+    )
+    rk = "_rk"
+    # 3. generated code echoed by TORCH_LOGS: tagged glog lines; in older releases only the first line of a
+    # record carried the header, so untagged plain lines after a tagged one continue the block
+    hard = (pl.col("_tb_head") | pl.col("_fh_fatal") | pl.col("_terminate") | pl.col("_device_assert")
+            | pl.col("_cpp_error"))
+    code_state = (
+        pl.when(pl.col("_glog")).then(pl.col("_code_tag")).when(hard).then(False).otherwise(None)
+        .forward_fill().over(rk).fill_null(False)
+    )
+    # 4. intermediate value printer blocks: a header opens a block, 'Requires grad' or a foreign line ends it
+    prev_end = pl.col("_msg").shift(1).str.starts_with("Requires grad: ").over(rk).fill_null(False)
+    printer_state = (
+        pl.when(pl.col("_printer_header")).then(True)
+        .when(prev_end | ~pl.col("_printer_content") | pl.col("_glog")).then(False).otherwise(None)
+        .forward_fill().over(rk).fill_null(False)
+    )
+    # 5. tracebacks: a segment is a non-indented line plus the indented lines after it
+    seg_tb = (
+        pl.when(~pl.col("_ws")).then(pl.col("_tb_head")).otherwise(None).forward_fill().over(rk).fill_null(False)
+    )
+    df = df.with_columns(
+        code_state.alias("_code"), printer_state.alias("_pblock"),
+        (seg_tb | (pl.col("_tb_file") & ~pl.col("_glog"))).alias("_in_tb"),
+    )
+    prev_in_tb = pl.col("_in_tb").shift(1).over(rk).fill_null(False)
+    exc_line = (
+        pl.col("_exc_line") & prev_in_tb & ~pl.col("_in_tb") & ~pl.col("_code")
+        & ~pl.col("_tb_cause") & ~pl.col("_tb_context")
+    )
+    df = df.with_columns(exc_line.alias("_exc"))
+    # 6. exception message continuation: every line after the exception line up to the next structural line
+    breaker = (
+        pl.col("_tb_head") | pl.col("_tb_cause") | pl.col("_tb_context") | pl.col("_glog") | pl.col("_faulthandler")
+        | pl.col("_device_assert") | pl.col("_terminate") | pl.col("_cpp_error") | pl.col("_warning")
+        | pl.col("_code") | pl.col("_printer_header") | pl.col("_printer_launch")
+    )
+    owner = (
+        pl.when(pl.col("_exc")).then(pl.col("_i").cast(pl.Int64)).when(breaker).then(-1).otherwise(None)
+        .forward_fill().over(rk).fill_null(-1)
+    )
+    df = df.with_columns(owner.alias("_exc_owner"))
+    # 7. Python warnings: the source line printed under a warning belongs to it
+    prev_warn = pl.col("_warning").shift(1).over(rk).fill_null(False)
+    prev_noise = pl.col("_noise").shift(1).over(rk).fill_null(False)
+    warn_src = prev_warn & pl.col("_ws") & ~pl.col("_in_tb")
+    # 8. kind, most specific first
+    c = pl.col
+    kind = (
+        pl.when(c("_code")).then(pl.lit("output_code"))
+        .when(c("_pblock") | c("_printer_launch")).then(pl.lit("printer"))
+        .when(c("_faulthandler")).then(pl.lit("faulthandler"))
+        .when(c("_device_assert") | c("_xpu_assert")).then(pl.lit("device_assert"))
+        .when(c("_terminate") | c("_what")).then(pl.lit("terminate"))
+        .when(c("_cpp_error")).then(pl.lit("cpp_error"))
+        .when(c("_aoti_torch_exception")).then(pl.lit("aoti_torch_exception"))
+        .when(c("_cpp_frame")).then(pl.lit("cpp_frame"))
+        .when(c("_noise") | (warn_src & prev_noise)).then(pl.lit("noise"))
+        .when(c("_tb_head") | c("_tb_cause") | c("_tb_context") | c("_in_tb")).then(pl.lit("traceback"))
+        .when(c("_compiler_diagnostic")).then(pl.lit("compiler_diagnostic"))
+        .when(c("_exc") | ((c("_exc_owner") >= 0) & ~c("_blank"))).then(pl.lit("exception"))
+        .when(c("_warning") | warn_src).then(pl.lit("warning"))
+        .when(c("_glog")).then(pl.lit("torch_log"))
+        .otherwise(pl.lit("plain"))
+    )
+    return df.with_columns(
+        kind.alias("kind"),
+        pl.lit(run_id, dtype=pl.String).alias("run_id"),
+        pl.lit(stream, dtype=pl.String).alias("stream"),
+        pl.lit(path, dtype=pl.String).alias("path"),
+        (pl.col("_i").cast(pl.Int64) + 1).alias("lineno"),
+    )
+
+
+def public(df: pl.DataFrame) -> pl.DataFrame:
+    """The ``lines`` frame: ``classify()`` output without helper columns."""
+    return df.select("run_id", "stream", "path", "lineno", "rank", "kind", "level", "src", "text")

@@ -1,0 +1,158 @@
+"""How a captured process ended (the ``process`` frame), from a capture manifest, an exit-code file or ``--exit-code``.
+
+Exit statuses are accepted in the forms users paste: ``-11`` (Python's subprocess: killed by signal 11),
+``139`` (a shell's 128+N), ``SIGSEGV`` or ``SEGV``, and words such as ``segfault``,
+``Segmentation fault (core dumped)``, ``Bus error``, ``Aborted``, ``Killed``. A bare ``11`` is a plain exit status.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import signal
+from pathlib import Path
+
+import polars as pl
+
+from aoti_trace.discover import RunInputs
+from aoti_trace.errors import InputError
+from aoti_trace.frames import Frames
+
+# words a shell or a user uses for a fatal signal
+SIGNAL_WORDS: list[tuple[str, str]] = [
+    (r"seg(?:mentation)?[ _-]?fault|segv", "SIGSEGV"),
+    (r"bus[ _-]?error|sigbus", "SIGBUS"),
+    (r"abort(?:ed)?|sigabrt", "SIGABRT"),
+    (r"illegal[ _-]instruction|sigill", "SIGILL"),
+    (r"floating[ _-]point[ _-]exception|sigfpe", "SIGFPE"),
+    (r"killed|sigkill|oom[ _-]?kill", "SIGKILL"),
+    (r"terminated|sigterm", "SIGTERM"),
+    (r"interrupt(?:ed)?|sigint", "SIGINT"),
+]
+
+
+def _signum(name: str) -> int | None:
+    try:
+        return int(signal.Signals[name])
+    except KeyError:
+        return None
+
+
+def _signame(num: int) -> str | None:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return None
+
+
+def parse_exit(value: str | int | None) -> tuple[int | None, str | None]:
+    """``(exit_code, signal)`` from an exit status in any accepted form; ``(None, None)`` when empty.
+
+    Raises :class:`ValueError` when the value cannot be understood.
+    """
+    if value is None:
+        return None, None
+    if isinstance(value, bool):
+        raise ValueError(f"not an exit status: {value!r}")
+    if isinstance(value, int):
+        text = str(value)
+    else:
+        text = value.strip()
+    if not text:
+        return None, None
+    if re.fullmatch(r"[+-]?\d+", text):
+        code = int(text)
+        if code < 0:
+            return code, _signame(-code)
+        if 128 < code < 128 + 65:  # a shell's 128+N
+            return code, _signame(code - 128)
+        return code, None
+    low = text.lower()
+    m = re.fullmatch(r"(?:sig)?([a-z]+[0-9]*)", low)
+    if m and _signum("SIG" + m.group(1).upper()) is not None:
+        name = "SIG" + m.group(1).upper()
+        return -_signum(name), name  # type: ignore[operator]
+    for pattern, name in SIGNAL_WORDS:
+        if re.search(pattern, low):
+            return -_signum(name), name  # type: ignore[operator]
+    raise ValueError(f"not an exit status: {text!r} (expected e.g. 1, -11, 139, SIGSEGV or 'segfault')")
+
+
+def _env_text(env: object) -> str | None:
+    if isinstance(env, dict):
+        return " ".join(f"{k}={shlex.quote(str(v))}" for k, v in env.items()) or None
+    return None
+
+
+def _command_text(cmd: object) -> str | None:
+    if isinstance(cmd, list):
+        return shlex.join(str(c) for c in cmd)
+    if isinstance(cmd, str):
+        return cmd
+    return None
+
+
+def read_process(run: RunInputs) -> Frames:
+    """The ``process`` frame of ``run`` (one row), plus ``damage`` for an unreadable manifest. Empty when nothing
+    is known. An ``--exit-code`` value overrides the manifest's; an invalid one raises :class:`InputError`."""
+    frames = Frames()
+    row: dict = {}
+    damage: list[dict] = []
+    if run.manifest is not None:
+        row, damage = _read_manifest(run.manifest, run.run_id)
+    if run.exit_code is not None:
+        try:
+            code, sig = parse_exit(run.exit_code)
+        except ValueError as exc:
+            raise InputError(f"--exit-code: {exc}") from None
+        row.update(path="--exit-code", exit_code=code, signal=sig)
+    if damage:
+        frames.add("damage", pl.DataFrame(damage, infer_schema_length=None))
+    if any(row.get(k) is not None for k in ("exit_code", "signal", "timed_out", "command", "duration_s", "env")):
+        row.update(run_id=run.run_id, lineno=None)
+        frames.add("process", pl.DataFrame([row], infer_schema_length=None))
+    return frames
+
+
+def _damage(run_id: str, path: Path, kind: str, detail: str) -> dict:
+    return {"run_id": run_id, "path": str(path), "lineno": None, "kind": kind, "count": 1, "detail": detail}
+
+
+def _read_manifest(path: Path, run_id: str) -> tuple[dict, list[dict]]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return {}, [_damage(run_id, path, "unreadable", f"cannot read {path}: {exc.strerror}")]
+    row: dict = {"path": str(path)}
+    if path.name != "manifest.json":  # a bare exit-code file: '139', '-11', 'SIGSEGV', ...
+        try:
+            row["exit_code"], row["signal"] = parse_exit(text.strip().splitlines()[0] if text.strip() else "")
+        except ValueError as exc:
+            return {}, [_damage(run_id, path, "bad_json", f"exit-code file: {exc}")]
+        return row, []
+    try:
+        man = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {}, [_damage(run_id, path, "bad_json", f"manifest is not valid JSON: {exc}")]
+    if not isinstance(man, dict):
+        return {}, [_damage(run_id, path, "bad_json", "manifest is not a JSON object")]
+    damage: list[dict] = []
+    code, sig = None, None
+    try:
+        code, sig = parse_exit(man.get("exit_code"))
+    except ValueError as exc:
+        damage.append(_damage(run_id, path, "schema_drift", f"manifest exit_code: {exc}"))
+    if isinstance(man.get("signal"), str) and man["signal"]:
+        sig = man["signal"] if man["signal"].startswith("SIG") else sig
+    timed_out = man.get("timed_out")
+    duration = man.get("duration_s")
+    row.update(
+        command=_command_text(man.get("command")),
+        exit_code=code,
+        signal=sig,
+        timed_out=timed_out if isinstance(timed_out, bool) else None,
+        duration_s=float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None,
+        env=_env_text(man.get("env")),
+    )
+    return row, damage
