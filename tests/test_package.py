@@ -304,3 +304,15 @@ def test_every_emitted_key_is_documented():
     for key in sorted(keys):
         assert key in mod.__doc__, key
         assert key in doc, key
+
+
+@pytest.mark.skipif(not (PKG / "cuda_linear.pt2").exists(), reason="cuda_linear.pt2 not committed yet (GPU fixtures)")
+def test_cuda_package():
+    [m] = inspect_package(PKG / "cuda_linear.pt2").models
+    assert m.metadata["AOTI_DEVICE_KEY"] == "cuda"
+    assert m.metadata["AOTI_COMPUTE_CAPABILITY"].isdigit()
+    assert {i.device for i in m.inputs} == {"cuda"}
+    assert {c.device for c in m.constants if not c.from_folded} == {"cuda"}
+    assert any(k.kind == "triton" for k in m.kernels)
+    df = facts(PKG / "cuda_linear.pt2")
+    assert values(df, "device_unsupported") == ["package compiled for cuda; this torch (2.13.0+cpu) is built without CUDA"]
