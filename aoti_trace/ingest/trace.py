@@ -332,57 +332,72 @@ def _sessions(hdr: pl.DataFrame, stack_of: dict) -> pl.Series:
 
 def _stack_rows(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str) -> pl.DataFrame:
     """One set of frames per distinct stack per session (first record that logged it)."""
-    firsts = base.filter(pl.col("stack_text").is_not_null()).group_by(["session", "stack_text"], maintain_order=True).agg(
-        pl.col("lineno").first())
-    rows = []
-    for session, text, lineno in firsts.iter_rows():
-        if text not in stack_of:
-            continue
-        for f in stack_of[text][0]:
-            rows.append({"run_id": run_id, "path": shown, "lineno": lineno, "session": session, "depth": f.depth,
-                         "filename": f.filename, "line": f.line, "function": f.function, "code": f.code,
-                         "is_user": f.is_user})
-    return pl.DataFrame(rows, schema={"run_id": pl.String, "path": pl.String, "lineno": pl.Int64, "session": pl.Int32,
-                                      "depth": pl.Int32, "filename": pl.String, "line": pl.Int32,
-                                      "function": pl.String, "code": pl.String, "is_user": pl.Boolean})
+    ids = {text: i for i, text in enumerate(stack_of)}
+    table = pl.DataFrame(
+        [{"sid": ids[text], "depth": f.depth, "filename": f.filename, "line": f.line, "function": f.function,
+          "code": f.code, "is_user": f.is_user} for text, (frames, _, _) in stack_of.items() for f in frames],
+        schema={"sid": pl.Int64, "depth": pl.Int32, "filename": pl.String, "line": pl.Int32, "function": pl.String,
+                "code": pl.String, "is_user": pl.Boolean},
+    )
+    firsts = (
+        base.filter(pl.col("stack_text").is_not_null())
+        .group_by(["session", "stack_text"], maintain_order=True)
+        .agg(pl.col("lineno").first())
+        .with_columns(sid=pl.col("stack_text").replace_strict(ids, default=None, return_dtype=pl.Int64))
+    )
+    return (
+        firsts.join(table, on="sid", how="inner", maintain_order="left_right")
+        .select(pl.lit(run_id).alias("run_id"), pl.lit(shown).alias("path"), "lineno", "session", "depth", "filename",
+                "line", "function", "code", "is_user")
+    )
 
 
 def _compiles(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str, problems: meta.Problems) -> pl.DataFrame:
+    ev, name = pl.col("event"), pl.col("name")
+    tv = (ev == "artifact") & (name == "torch_version")
+    cm = ev == "compilation_metrics"
+    per = (
+        base.group_by("session", maintain_order=True)
+        .agg(
+            substantive=(~ev.is_in(["str", "chromium_event"]) & ~tv).any(),
+            rank=pl.col("rank").drop_nulls().first(),
+            last_lineno=pl.col("lineno").last(),
+            last_cid=pl.col("compile_id").drop_nulls().last(),
+            aoti_dump=((ev == "graph_dump") & name.str.starts_with("inductor_aot")).any(),
+            stacks=pl.col("stack_text").drop_nulls().unique(maintain_order=True),
+            cm_lineno=pl.col("lineno").filter(cm).last(),
+            cm_cid=pl.col("compile_id").filter(cm).last(),
+            cm_text=pl.col("json_text").filter(cm).last(),
+            cm_complete=pl.col("looks_complete").filter(cm).last(),
+        )
+        .filter("substantive")  # sessions of only interning / timeline records: no compile happened there
+    )
     rows = []
-    for (session,), grp in base.group_by("session", maintain_order=True):
-        events = grp["event"]
-        tv = (grp["event"] == "artifact") & (grp["name"] == "torch_version")
-        if not (~events.is_in(["str", "chromium_event"]) & ~tv).any():
-            continue  # only interning / timeline records: no compile happened here
-        calls = [stack_of[t][1:] for t in grp["stack_text"].drop_nulls().unique(maintain_order=True) if t in stack_of]
+    for s in per.iter_rows(named=True):
+        session = s["session"]
+        calls = [stack_of[t][1:] for t in s["stacks"] if t in stack_of]
         calls = [c for c in calls if c[0] in meta.ENTRY_APIS] or [c for c in calls if c[1]]
         best = max(calls, key=lambda c: meta.api_phase(c[0]), default=(None, None))  # the compile over the export
-        cms = grp.filter(pl.col("event") == "compilation_metrics")
-        ranks = grp["rank"].drop_nulls()
         row: dict = {"run_id": run_id, "path": shown, "session": session, "api": best[0], "user_frame": best[1],
-                     "rank": ranks[0] if len(ranks) else None}
+                     "rank": s["rank"]}
         decoded = None
-        if cms.height:
-            cm = cms.row(-1, named=True)
-            row["lineno"], row["compile_id"] = cm["lineno"], cm["compile_id"]
-            if cm["json_text"] is not None and cm["looks_complete"]:
-                decoded = meta.decode_metrics(cm["json_text"], cm["lineno"], problems)
+        has_cm = s["cm_lineno"] is not None
+        if has_cm:
+            row["lineno"], row["compile_id"] = s["cm_lineno"], s["cm_cid"]
+            if s["cm_text"] is not None and s["cm_complete"]:
+                decoded = meta.decode_metrics(s["cm_text"], s["cm_lineno"], problems)
                 if decoded is None:
-                    problems.add("bad_json", cm["lineno"], f"line {cm['lineno']}: compilation_metrics does not decode")
+                    problems.add("bad_json", s["cm_lineno"], f"line {s['cm_lineno']}: compilation_metrics does not decode")
         else:
-            row["lineno"] = grp["lineno"][-1]
-            ids = grp["compile_id"].drop_nulls()
-            row["compile_id"] = ids[-1] if len(ids) else None
+            row["lineno"], row["compile_id"] = s["last_lineno"], s["last_cid"]
         if decoded is not None:
             row.update({k: v for k, v in decoded.items() if k not in ("compile_id", "duration_us")})
             row["status"] = "failed" if decoded.get("fail_type") or decoded.get("fail_reason") else "ok"
         else:
             row["status"] = "incomplete"
-        aoti_seen = best[0] in meta.AOTI_APIS or bool(
-            grp.filter((pl.col("event") == "graph_dump") & pl.col("name").str.starts_with("inductor_aot")).height)
         if row["compile_id"] is not None:
             row["kind"] = "export" if best[0] in meta.EXPORT_APIS else "dynamo"
-        elif aoti_seen or cms.height:
+        elif best[0] in meta.AOTI_APIS or s["aoti_dump"] or has_cm:
             row["kind"] = "aoti"
         elif best[0] in meta.EXPORT_APIS:
             row["kind"] = "export"
@@ -391,7 +406,7 @@ def _compiles(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str, probl
         if row["status"] == "incomplete" and row["kind"] != "export":
             problems.add("incomplete_compile", row["lineno"],
                          f"compile session {session} has no complete compilation_metrics: the log ends at line "
-                         f"{grp['lineno'][-1]} (process killed or crashed mid-compile?)")
+                         f"{s['last_lineno']} (process killed or crashed mid-compile?)")
         rows.append(row)
     if not rows:
         return pl.DataFrame()

@@ -1,0 +1,165 @@
+"""Benchmark: aoti-trace's read_trace against tlparse on large valid TORCH_TRACE logs (not a test).
+
+    python3 bench/bench_trace.py [--sizes 100,1000] [--repeat 2] [--skip-tlparse]
+
+1. Builds ``bench/data/trace_<N>MB/dedicated_log_torch_trace_bench.log`` (git-ignored) by replicating the records of
+   the real fixture traces (fixtures/cases/*/trace, fixtures/traces/*/trace) round-robin (trace-format.md §10.1):
+   the ``str`` tables of all seeds are merged into one table written once at the top, stack ``filename`` ids are
+   remapped to it, ``frame_id`` is offset per replica, payloads are copied byte for byte (every MD5 stays valid).
+   Timestamps are copied unchanged (not shifted).
+2. Times, each in its own subprocess (wall clock; peak RSS from ``os.wait4`` rusage of that child):
+   ``read_trace`` (default mode, i.e. the cheap MD5 check above 64 MB), ``read_trace(verify=True)`` (every payload
+   MD5 + header JSON) on the 100 MB log only, and ``tlparse --no-browser --overwrite -o DIR`` (output dir removed
+   before timing).
+3. Prints a markdown table with machine facts and load average, to paste into bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench" / "data"
+FILENAME_RE = re.compile(rb'"filename": (\d+)')
+FRAME_RE = re.compile(rb'"frame_id": (\d+)')
+STR_RE = re.compile(rb'\{"str": \[(".*"), (\d+)\]\}$')
+
+
+def seeds() -> list[Path]:
+    return sorted(ROOT.glob("fixtures/cases/*/trace/dedicated_log_torch_trace_*.log")) + sorted(
+        ROOT.glob("fixtures/traces/*/trace/dedicated_log_torch_trace_*.log"))
+
+
+def split_records(data: bytes) -> list[tuple[bytes, bytes]]:
+    """(header line, payload lines) pairs, newlines included."""
+    recs: list[tuple[bytes, bytes]] = []
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for line in lines:
+        if line.startswith(b"\t") and recs:
+            h, p = recs[-1]
+            recs[-1] = (h, p + line + b"\n")
+        elif line:
+            recs.append((line + b"\n", b""))
+    return recs
+
+
+def build_log(target_mb: int) -> Path:
+    out_dir = DATA / f"trace_{target_mb}MB"
+    out = out_dir / "dedicated_log_torch_trace_bench.log"
+    if out.exists() and out.stat().st_size >= target_mb * 1_000_000:
+        return out
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table: dict[bytes, int] = {}  # quoted path -> global id
+    str_lines: list[bytes] = []
+    bodies: list[list[tuple[bytes, bytes, bool]]] = []  # per seed: (header, payload, has_frame_id)
+    for seed in seeds():
+        local: dict[int, int] = {}
+        body = []
+        for header, payload in split_records(seed.read_bytes()):
+            m = STR_RE.search(header.rstrip(b"\n"))
+            if m:
+                path = m[1]
+                if path not in table:
+                    table[path] = len(table)
+                    prefix = header[: header.index(b"] {") + 2]
+                    str_lines.append(prefix + b'{"str": [' + path + b", " + str(table[path]).encode() + b"]}\n")
+                local[int(m[2])] = table[path]
+                continue
+            if b'"filename": ' in header:
+                header = FILENAME_RE.sub(lambda mm: b'"filename": ' + str(local.get(int(mm[1]), int(mm[1]))).encode(),
+                                         header)
+            body.append((header, payload, b'"frame_id": ' in header))
+        bodies.append(body)
+    size = 0
+    with open(out, "wb") as fh:
+        for line in str_lines:
+            fh.write(line)
+            size += len(line)
+        replica = 0
+        while size < target_mb * 1_000_000:
+            for body in bodies:
+                off = replica * 1000
+                for header, payload, has_fid in body:
+                    if has_fid:
+                        header = FRAME_RE.sub(lambda mm: b'"frame_id": ' + str(int(mm[1]) + off).encode(), header)
+                    fh.write(header)
+                    fh.write(payload)
+                    size += len(header) + len(payload)
+            replica += 1
+    return out
+
+
+def run_timed(cmd: list[str]) -> tuple[float, float, int]:
+    """(wall s, peak RSS MB, exit code) of one child process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        sys.stderr.write(proc.stderr.read().decode(errors="replace")[-2000:])
+    return wall, usage.ru_maxrss / 1024, proc.returncode
+
+
+def aoti_cmd(log: Path, verify: str) -> list[str]:
+    code = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "from pathlib import Path\n"
+        "from aoti_trace.ingest.trace import read_trace\n"
+        "f = read_trace([Path(%r)], 'bench', verify=%s)\n"
+        "print({n: f[n].height for n in ('events','compiles','artifacts','stacks','damage')})\n"
+        "assert f['damage'].is_empty(), f['damage']\n"
+    ) % (str(ROOT), str(log), verify)
+    return [sys.executable, "-c", code]
+
+
+def machine() -> str:
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), "unknown")
+    return f"nproc {os.cpu_count()}, {model}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="100,1000")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--skip-tlparse", action="store_true")
+    args = ap.parse_args()
+    rows = []
+    for mb in [int(s) for s in args.sizes.split(",")]:
+        log = build_log(mb)
+        size_mb = log.stat().st_size / 1e6
+        variants = [("aoti-trace read_trace (default)", aoti_cmd(log, "None"))]
+        if mb <= 100:
+            variants.append(("aoti-trace read_trace(verify=True)", aoti_cmd(log, "True")))
+        if not args.skip_tlparse and shutil.which("tlparse"):
+            variants.append(("tlparse 0.4.3 (default)", ["tlparse", str(log), "--no-browser", "--overwrite", "-o",
+                                                          str(DATA / "tl_out")]))
+        for name, cmd in variants:
+            for _ in range(args.repeat):
+                shutil.rmtree(DATA / "tl_out", ignore_errors=True)
+                load = os.getloadavg()[0]
+                wall, rss, rc = run_timed(cmd)
+                rows.append((name, size_mb, wall, size_mb / wall, rss, load, rc))
+                print(f"{name:38} {size_mb:8.1f} MB {wall:7.2f} s {size_mb / wall:7.1f} MB/s {rss:7.0f} MB "
+                      f"load {load:.2f} rc {rc}", flush=True)
+        shutil.rmtree(DATA / "tl_out", ignore_errors=True)
+    print(f"\n{dt.datetime.now().isoformat(timespec='minutes')}; {machine()}\n")
+    print("| tool | log MB | wall s | MB/s | peak RSS MB | load avg (1 min) before | exit |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, size_mb, wall, rate, rss, load, rc in rows:
+        print(f"| {name} | {size_mb:.1f} | {wall:.2f} | {rate:.1f} | {rss:.0f} | {load:.2f} | {rc} |")
+
+
+if __name__ == "__main__":
+    main()
