@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from aoti_trace.frames import conform
+from aoti_trace.frames import conform, empty
 from aoti_trace.ingest.lines import PATTERNS
 
 # 'index out of bounds: 0 <= tmp4 < 1024', '... tmp4 < ks0', '0 <= tmp4', and non-tmp forms 'r4 + (128*x1) < 25504'
@@ -19,7 +19,7 @@ def device_asserts_frame(df: pl.DataFrame) -> pl.DataFrame:
     """One row per distinct assertion; ``df`` is the output of ``classify()``."""
     sel = df.filter(pl.col("kind") == "device_assert")
     if sel.height == 0:
-        return conform("device_asserts", pl.DataFrame())
+        return empty("device_asserts")
     cuda = pl.col("_msg").str.extract_groups(PATTERNS["device_assert"])
     xpu = pl.col("_msg").str.extract_groups(PATTERNS["xpu_assert"])
     out = sel.select(

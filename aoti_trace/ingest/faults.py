@@ -6,7 +6,7 @@ import re
 
 import polars as pl
 
-from aoti_trace.frames import conform
+from aoti_trace.frames import conform, empty
 from aoti_trace.ingest.tracebacks import is_torch, is_user, torch_relative
 
 FATAL = re.compile(r"^Fatal Python error: (?P<what>.*?)\s*$")
@@ -59,7 +59,7 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
         "_rk", "_i", "lineno", "_msg", "kind", "run_id", "path"
     )
     if sel.height == 0:
-        return conform("faults", pl.DataFrame())
+        return empty("faults")
     run_id, path = sel["run_id"][0], sel["path"][0]
     rows: list[dict] = []
     state: dict[int, dict] = {}  # per rank: the open dump / terminate row
@@ -110,4 +110,6 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
                     row.update(user_file=f, user_line=int(ln) if ln.isdigit() else None)
         else:
             row["phase"] = "unknown"
+    if not rows:
+        return empty("faults")
     return conform("faults", pl.DataFrame(rows, infer_schema_length=None))

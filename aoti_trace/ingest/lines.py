@@ -151,14 +151,17 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
         (pl.col("_msg").str.len_bytes() == 0).alias("_blank"),
     )
     rk = "_rk"
-    # 3. generated code echoed by TORCH_LOGS: tagged glog lines; in older releases only the first line of a
-    # record carried the header, so untagged plain lines after a tagged one continue the block
+    # 3. generated code echoed by TORCH_LOGS: in 2.13 every line of the record carries the glog header and the
+    # artifact tag. Releases that prefixed only a record's first line print a tagged header ('Output code: ')
+    # followed by bare code lines, which continue the block up to the next glog or structural line.
     hard = (pl.col("_tb_head") | pl.col("_fh_fatal") | pl.col("_terminate") | pl.col("_device_assert")
-            | pl.col("_cpp_error"))
-    code_state = (
-        pl.when(pl.col("_glog")).then(pl.col("_code_tag")).when(hard).then(False).otherwise(None)
+            | pl.col("_cpp_error") | pl.col("_warning") | pl.col("_noise"))
+    header = pl.col("_code_tag") & pl.col("_msg").str.contains(r"code:\s*$")
+    bare_code = (
+        pl.when(pl.col("_glog")).then(header).when(hard).then(False).otherwise(None)
         .forward_fill().over(rk).fill_null(False)
     )
+    code_state = (pl.col("_glog") & pl.col("_code_tag")) | (~pl.col("_glog") & bare_code)
     # 4. intermediate value printer blocks: a header opens a block, 'Requires grad' or a foreign line ends it
     prev_end = pl.col("_msg").shift(1).str.starts_with("Requires grad: ").over(rk).fill_null(False)
     printer_state = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from aoti_trace.frames import conform
+from aoti_trace.frames import conform, empty
 from aoti_trace.ingest.lines import PATTERNS
 
 STATS = {
@@ -33,7 +33,7 @@ def printer_frame(df: pl.DataFrame) -> pl.DataFrame:
     """Printer rows in output order; ``df`` is the output of ``classify()``."""
     sel = df.filter(pl.col("kind") == "printer").select("run_id", "path", "lineno", "_i", "_rk", "_msg")
     if sel.height == 0:
-        return conform("printer", pl.DataFrame())
+        return empty("printer")
     head = pl.col("_msg").str.extract_groups(PATTERNS["printer_header"])
     launch = pl.col("_msg").str.extract_groups(PATTERNS["printer_launch"])
     stat = pl.col("_msg").str.extract_groups(PATTERNS["printer_stat"])

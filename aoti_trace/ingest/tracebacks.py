@@ -10,7 +10,7 @@ import re
 
 import polars as pl
 
-from aoti_trace.frames import conform
+from aoti_trace.frames import conform, empty
 
 FILE_LINE = re.compile(r'^  File "(?P<file>[^"]*)", line (?P<line>\d+),? in (?P<func>.+?)\s*$')
 EXC = re.compile(r"^(?P<type>[^:\s]+)(?::(?: (?P<msg>.*))?)?$")
@@ -61,7 +61,7 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
     ).select("_rk", "_i", "lineno", "_msg", "_tb_head", "_tb_cause", "_tb_context", "_tb_file", "_exc",
              "_exc_owner", "run_id", "path")
     if sel.height == 0:
-        return conform("exceptions", pl.DataFrame())
+        return empty("exceptions")
     run_id, path = sel["run_id"][0], sel["path"][0]
     rows: list[dict] = []
     by_rank: dict[int, dict] = {}  # per rank: current frames, open chain, pending relation
@@ -105,4 +105,6 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
         if len(parts) > 1 and not parts[0].strip():  # 'ChildFailedError: ' + a message starting on the next line
             parts.pop(0)
         row["message"] = "\n".join(parts)
+    if not rows:
+        return empty("exceptions")
     return conform("exceptions", pl.DataFrame(rows, infer_schema_length=None))
