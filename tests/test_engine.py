@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from aoti_trace.cli import _register, cli
 from aoti_trace.engine import evaluate, load_rules
-from aoti_trace.engine.evaluate import fingerprint, in_torch_range
+from aoti_trace.engine.evaluator import fingerprint, in_torch_range
 from aoti_trace.engine.schema import TorchRange
 from aoti_trace.errors import RuleError
 from aoti_trace.frames import Frames

@@ -2,19 +2,16 @@
 
 Public API::
 
-    load_rules(path=None) -> RuleSet         rules/ of the checkout or the installed wheel by default
+    load_rules(path=None) -> RuleSet          rules/ of the checkout, or aoti_trace/_rules of the wheel, by default
     evaluate(rules, frames) -> list[Finding]  ranked; exactly one primary when any error finding exists
     default_rules_dir() -> Path
+
+Modules: schema (pydantic models), loader (YAML + positions), compile (every Polars call), evaluator, rank,
+reasoners (computed enrichment), testing (example harness), lint.
 """
 
+from aoti_trace.engine.evaluator import evaluate
 from aoti_trace.engine.loader import RuleSet, default_rules_dir, load_rules
 from aoti_trace.engine.schema import Rule
 
 __all__ = ["Rule", "RuleSet", "default_rules_dir", "evaluate", "load_rules"]
-
-
-def evaluate(rules, frames):  # type: ignore[no-untyped-def]
-    """Evaluate ``rules`` (a :class:`RuleSet`) over ``frames``; see :func:`aoti_trace.engine.evaluate.evaluate`."""
-    from aoti_trace.engine.evaluate import evaluate as _evaluate
-
-    return _evaluate(rules, frames)

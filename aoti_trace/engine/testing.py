@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from aoti_trace.engine import compile as C
-from aoti_trace.engine.evaluate import evaluate
+from aoti_trace.engine.evaluator import evaluate
 from aoti_trace.engine.loader import RuleSet
 from aoti_trace.engine.schema import Example, Rule
 from aoti_trace.findings import Finding
