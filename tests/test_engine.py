@@ -346,7 +346,7 @@ def test_supersedes_drops_the_superseded_rule(tmp_path):
     assert [(f.rule_id, f.primary) for f in evaluate(load_rules(tmp_path), fr)] == [("AOTI-Z001", True)]
 
 
-def test_only_warnings_no_primary(tmp_path):
+def test_only_symptom_warnings_no_primary(tmp_path):
     write_rule(tmp_path, """\
         match: {frame: lines, column: text, contains: 'is deprecated', include: [noise]}
         message: m
@@ -354,6 +354,16 @@ def test_only_warnings_no_primary(tmp_path):
         """, severity="warning", role="symptom", family="deprecated_api")
     found = evaluate(load_rules(tmp_path), frames(lines=lines(LEAFSPEC)))
     assert [f.severity for f in found] == ["warning"] and not any(f.primary for f in found)
+
+
+def test_warning_cause_is_primary_when_no_error(tmp_path):
+    write_rule(tmp_path, """\
+        match: {frame: lines, column: text, contains: 'is deprecated', include: [noise]}
+        message: m
+        remedy: r
+        """, severity="warning", role="cause", family="deprecated_api")
+    found = evaluate(load_rules(tmp_path), frames(lines=lines(LEAFSPEC)))
+    assert [(f.severity, f.primary) for f in found] == [("warning", True)]
 
 
 def test_exactly_one_primary_across_runs(tmp_path):

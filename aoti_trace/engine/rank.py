@@ -11,7 +11,9 @@ Sort key, most important first:
    line number after those with one;
 6. rule id, then run id (determinism).
 
-The first finding with severity ``error`` becomes the primary; with no error finding there is no primary.
+The first finding with severity ``error`` becomes the primary. With no error finding, the first ``warning``
+finding whose role is ``cause`` is primary (e.g. a deprecated API that still works); symptoms, carriers, noise
+and ``info`` findings alone give no primary.
 """
 
 from __future__ import annotations
@@ -47,16 +49,10 @@ def sort_key(item: Ranked) -> tuple:
 
 
 def rank(items: list[Ranked]) -> list[Finding]:
-    """Findings in rank order; the best error finding is marked ``primary``."""
+    """Findings in rank order; the best error (else warning) finding is marked ``primary``."""
     ordered = sorted(items, key=sort_key)
-    out: list[Finding] = []
-    primary_done = False
-    for item in ordered:
-        f = item.finding
-        if not primary_done and f.severity == "error":
-            f = f.model_copy(update={"primary": True})
-            primary_done = True
-        elif f.primary:
-            f = f.model_copy(update={"primary": False})
-        out.append(f)
-    return out
+    # Sorted by severity first, so the first error-or-warning finding is the primary.
+    top = next((i for i, item in enumerate(ordered)
+                if item.finding.severity == "error"
+                or (item.finding.severity == "warning" and item.rule.role == "cause")), None)
+    return [item.finding.model_copy(update={"primary": i == top}) for i, item in enumerate(ordered)]
