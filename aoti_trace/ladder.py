@@ -1,0 +1,328 @@
+"""The debugging ladder: the AOTI debugging guide's procedure (aoti-signatures.md section 5), automated.
+
+Each stage reruns the command as a fresh capture under ``<out>/stage-<id>-<name>/`` with more debug variables:
+
+====  ==================  ==============================================================================
+1     baseline            nothing extra (the capture defaults only)
+2     sanity-checks       ``AOTI_RUNTIME_CHECK_INPUTS=1`` ``TORCHINDUCTOR_NAN_ASSERTS=1`` (compile-time: fresh cache)
+3     deterministic       CUDA only: ``PYTORCH_NO_CUDA_MEMORY_CACHING=1`` ``CUDA_LAUNCH_BLOCKING=1``
+4a    kernel-names        ``AOT_INDUCTOR_DEBUG_INTERMEDIATE_VALUE_PRINTER=3`` (fresh cache): the last kernel launched
+4b    kernel-inputs       ``...PRINTER=2`` ``AOT_INDUCTOR_FILTERED_KERNELS_TO_PRINT=<that kernel>``: its inputs
+====  ==================  ==============================================================================
+
+The ladder stops at the first stage whose analysis is *definite* (:func:`is_definite`), or after stage 1 when
+the command succeeded with no error finding. It writes ``<out>/ladder.json``; :meth:`LadderResult.table` is the
+summary table.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from aoti_trace.capture import CaptureResult, capture
+
+if TYPE_CHECKING:
+    from aoti_trace.analysis import Analysis
+    from aoti_trace.findings import Finding
+
+SCHEMA = "aoti-trace.ladder/v1"
+PRINTER = "AOT_INDUCTOR_DEBUG_INTERMEDIATE_VALUE_PRINTER"
+FILTER = "AOT_INDUCTOR_FILTERED_KERNELS_TO_PRINT"
+CACHE = "TORCHINDUCTOR_CACHE_DIR"
+
+# Families that say how a process died, not why.
+CARRIER_FAMILIES = frozenset({"segfault", "log_damage"})
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One rung: the variables it adds, and whether it needs a cold compile or a CUDA device."""
+
+    id: str
+    name: str
+    env: dict[str, str]
+    fresh_cache: bool = False
+    cuda_only: bool = False
+
+    @property
+    def dirname(self) -> str:
+        return f"stage-{self.id}-{self.name}"
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("1", "baseline", {}),
+    Stage("2", "sanity-checks", {"AOTI_RUNTIME_CHECK_INPUTS": "1", "TORCHINDUCTOR_NAN_ASSERTS": "1"}, fresh_cache=True),
+    Stage("3", "deterministic", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "CUDA_LAUNCH_BLOCKING": "1"}, cuda_only=True),
+    Stage("4a", "kernel-names", {PRINTER: "3"}, fresh_cache=True),
+    Stage("4b", "kernel-inputs", {PRINTER: "2"}, fresh_cache=True),  # + FILTER=<kernel found by 4a>
+)
+
+
+# Every variable some stage sets.
+LADDER_VARS = frozenset({FILTER}.union(*(s.env for s in STAGES)))
+
+
+@dataclass
+class StageResult:
+    """What one stage ran and showed."""
+
+    stage: Stage
+    env: dict[str, str] = field(default_factory=dict)  # variables the ladder added (without the cache dir)
+    capture: CaptureResult | None = None
+    analysis: Analysis | None = None
+    analysis_error: str | None = None
+    analysis_crashed: bool = False  # the analysis raised an unexpected exception (a bug in aoti-trace)
+    definite: bool = False
+    kernel: str | None = None  # 4a: the last kernel launched
+    note: str | None = None
+
+    @property
+    def skipped(self) -> bool:
+        return self.capture is None
+
+    @property
+    def primary(self) -> Finding | None:
+        return self.analysis.primary if self.analysis is not None else None
+
+    def outcome(self) -> str:
+        if self.capture is None:
+            return "skipped"
+        c = self.capture
+        if c.timed_out:
+            return "timed out"
+        return c.signal if c.signal else f"exit {c.exit_code}"
+
+    def showed(self) -> str:
+        if self.capture is None:
+            return self.note or ""
+        if self.analysis is None:
+            text = f"analysis unavailable ({self.analysis_error})"
+        elif self.primary is not None:
+            text = f"{self.primary.title} [{self.primary.family}]" + ("" if self.definite else " (not definite)")
+        else:
+            text = "no diagnosis"
+        if self.kernel:
+            text += f"; last kernel launched: {self.kernel}"
+        if self.note:
+            text += f"; {self.note}"
+        return text
+
+    def to_json(self) -> dict:
+        return {
+            "stage": self.stage.id,
+            "name": self.stage.name,
+            "dir": self.stage.dirname if self.capture is not None else None,
+            "env": self.env,
+            "fresh_cache": self.stage.fresh_cache,
+            "outcome": self.outcome(),
+            "exit_code": self.capture.exit_code if self.capture else None,
+            "signal": self.capture.signal if self.capture else None,
+            "timed_out": self.capture.timed_out if self.capture else None,
+            "primary": self.primary.to_json() if self.primary is not None else None,
+            "definite": self.definite,
+            "analysis_error": self.analysis_error,
+            "analysis_crashed": self.analysis_crashed,
+            "kernel": self.kernel,
+            "note": self.note,
+        }
+
+
+@dataclass
+class LadderResult:
+    out_dir: Path
+    command: list[str]
+    stages: list[StageResult]
+
+    @property
+    def decisive(self) -> StageResult | None:
+        """The stage whose analysis was definite (where the ladder stopped), if any."""
+        return next((s for s in self.stages if s.definite), None)
+
+    @property
+    def analysis_crashed(self) -> bool:
+        return any(s.analysis_crashed for s in self.stages)
+
+    @property
+    def reported(self) -> StageResult:
+        """The stage to report: the decisive one, else the baseline."""
+        return self.decisive or self.stages[0]
+
+    def table(self) -> str:
+        rows = [("stage", "flags", "outcome", "what it showed")]
+        for s in self.stages:
+            flags = " ".join(f"{k}={v}" for k, v in s.env.items()) or "-"
+            if s.stage.fresh_cache and not s.skipped:
+                flags += " (fresh cache)"
+            rows.append((s.stage.dirname.removeprefix("stage-"), flags, s.outcome(), s.showed()))
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths) + "  " + "-" * len(rows[0][3]))
+        d = self.decisive
+        if d is not None:
+            lines.append(f"\nStopped at stage {d.stage.id} ({d.stage.name}): {d.primary.title}")  # type: ignore[union-attr]
+        else:
+            lines.append("\nNo stage gave a definite diagnosis.")
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> dict:
+        d = self.decisive
+        return {
+            "schema": SCHEMA,
+            "command": self.command,
+            "stopped_at": d.stage.id if d else None,
+            "diagnosis": d.primary.to_json() if d and d.primary else None,
+            "stages": [s.to_json() for s in self.stages],
+        }
+
+
+def is_definite(finding: Finding | None, stage_env: dict[str, str]) -> bool:
+    """Whether ``finding`` (a stage's primary finding) names a cause, so the ladder can stop.
+
+    Definite means all of:
+
+    * it exists and has severity ``error``;
+    * its family is not a carrier (``segfault``, ``log_damage``: how the process died, not why), and its rule is not
+      a generic carrier rule (id ``AOTI-Z...``, or ``generic``/``carrier`` in its name);
+    * it is not ``illegal_memory_access`` reported without ``CUDA_LAUNCH_BLOCKING=1`` (the site is asynchronous);
+    * every ladder variable (:data:`LADDER_VARS`) the finding asks to rerun with (``env_flags``) is already set in
+      this stage: a finding that says "rerun with AOTI_RUNTIME_CHECK_INPUTS=1" reports a symptom, and a later stage
+      does just that. Flags the ladder never sets do not hold it back.
+    """
+    if finding is None or finding.severity != "error":
+        return False
+    if finding.family in CARRIER_FAMILIES:
+        return False
+    if finding.rule_id.startswith("AOTI-Z") or re.search(r"generic|carrier", finding.rule_name, re.I):
+        return False
+    if finding.family == "illegal_memory_access" and stage_env.get("CUDA_LAUNCH_BLOCKING") != "1":
+        return False
+    return all(stage_env.get(k) == v for k, v in finding.env_flags.items() if k in LADDER_VARS)
+
+
+def analyze_capture(out_dir: Path, rules_path: str | Path | None = None) -> tuple[Analysis | None, str | None]:
+    """Analyse one capture folder; ``(None, reason)`` when the analysis modules are not available."""
+    try:
+        from aoti_trace.analysis import analyze
+
+        return analyze([out_dir], rules_path=rules_path), None
+    except ImportError as exc:
+        return None, f"{exc}"
+    except AttributeError as exc:  # a pipeline module exists but lacks its entry point (not landed yet)
+        if isinstance(getattr(exc, "obj", None), types.ModuleType):
+            return None, f"{exc}"
+        raise
+
+
+_LAUNCH_RE = re.compile(r"^\[\s*(before|after)_launch:\s*(\S+)\s*\]")
+
+
+def last_launched_kernel(stdout: str) -> str | None:
+    """The kernel launched last with no ``after_launch`` line (printer level 3): where the run died.
+
+    None when no kernel was printed, or when every launch completed.
+    """
+    open_kernel: str | None = None
+    for line in stdout.splitlines():
+        m = _LAUNCH_RE.match(line.strip())
+        if m:
+            open_kernel = m.group(2) if m.group(1) == "before" else None
+    return open_kernel
+
+
+def _kernel_from(result: StageResult) -> str | None:
+    if result.analysis is not None:
+        df = result.analysis.frames["printer"]
+        if df.height and "launched_last" in df.columns:
+            hits = df.filter(df["launched_last"].fill_null(False))["kernel"].to_list()
+            if hits:
+                return hits[-1]
+    assert result.capture is not None
+    try:
+        text = (result.capture.out_dir / "stdout.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return last_launched_kernel(text)
+
+
+def has_cuda(result: CaptureResult) -> bool:
+    """Whether the capture's environment saw a CUDA device (torch.cuda.is_available() or nvidia-smi -L)."""
+    env = result.environment
+    return bool(env.get("cuda_available") or env.get("gpus"))
+
+
+def _error_findings(analysis: Analysis | None) -> bool:
+    return analysis is not None and any(f.severity == "error" for f in analysis.findings)
+
+
+def run_ladder(
+    cmd: list[str],
+    out_dir: str | Path,
+    *,
+    logs: str | None = None,
+    extra_env: dict[str, str] | None = None,
+    timeout: float | None = None,
+    echo: bool | str = True,
+    cwd: str | Path | None = None,
+    rules_path: str | Path | None = None,
+    progress=None,
+) -> LadderResult:
+    """Run the ladder for ``cmd`` under ``out_dir``; write ``ladder.json`` and return the result.
+
+    ``progress``: optional callable taking one line of progress text (the CLI prints it on stderr).
+    Raises :class:`aoti_trace.capture.CaptureFailed` when the command cannot be started at all.
+    """
+    out = Path(out_dir)
+    say = progress or (lambda _msg: None)
+    ladder = LadderResult(out_dir=out.absolute(), command=list(cmd), stages=[])
+    cuda: bool | None = None
+    kernel: str | None = None
+    stop = False
+    for stage in STAGES:
+        env = dict(stage.env)
+        res = StageResult(stage=stage, env=env)
+        ladder.stages.append(res)
+        if stop:
+            res.note = "not needed"
+            continue
+        if stage.cuda_only and cuda is False:
+            res.note = "skipped: no CUDA device (torch.cuda.is_available() is false and nvidia-smi lists no GPU)"
+            continue
+        if stage.id == "4b":
+            if kernel is None:
+                res.note = ("skipped: stage 4a printed no unfinished kernel launch (the printer is a compile-time "
+                            "flag: it shows nothing when the command only loads a prebuilt .pt2; or every kernel "
+                            "completed)")
+                continue
+            env[FILTER] = kernel
+        if cuda and stage.id.startswith("4"):
+            env["CUDA_LAUNCH_BLOCKING"] = "1"  # so the last kernel launched is the one that failed
+        run_env = {**(extra_env or {}), **env}
+        stage_dir = out / stage.dirname
+        if stage.fresh_cache:
+            run_env[CACHE] = str((stage_dir / "inductor-cache").absolute())
+        say(f"stage {stage.id} ({stage.name}): {' '.join(f'{k}={v}' for k, v in env.items()) or 'no extra flags'}")
+        res.capture = capture(cmd, stage_dir, logs=logs, extra_env=run_env, timeout=timeout, echo=echo, cwd=cwd)
+        try:
+            res.analysis, res.analysis_error = analyze_capture(stage_dir, rules_path)
+        except Exception as exc:  # noqa: BLE001 - keep the remaining stages; the CLI reports it as a bug
+            res.analysis_error = f"internal error: {type(exc).__name__}: {exc}"
+            res.analysis_crashed = True
+        if cuda is None:
+            cuda = has_cuda(res.capture)
+        if stage.id == "4a":
+            kernel = res.kernel = _kernel_from(res)
+        res.definite = is_definite(res.primary, {**res.capture.env})
+        say(f"stage {stage.id}: {res.outcome()}: {res.showed()}")
+        if res.definite:
+            stop = True
+        elif stage.id == "1" and res.capture.exit_code == 0 and not res.capture.signal and res.analysis is not None \
+                and not _error_findings(res.analysis):
+            res.note = "the command succeeded: nothing to debug"
+            stop = True
+    (out / "ladder.json").write_text(json.dumps(ladder.to_json(), indent=2) + "\n", encoding="utf-8")
+    return ladder
