@@ -342,7 +342,7 @@ def capture(
     check_inputs: bool = False,
     extra_env: dict[str, str] | None = None,
     timeout: float | None = None,
-    echo: bool = True,
+    echo: bool | str = True,
     cwd: str | Path | None = None,
     environment: bool = True,
 ) -> CaptureResult:
@@ -351,7 +351,8 @@ def capture(
     ``logs``: TORCH_LOGS value, validated first with torch's parser when torch is importable (an invalid value
     would make ``import torch`` itself fail). ``check_inputs``: set ``AOTI_RUNTIME_CHECK_INPUTS=1``.
     ``extra_env``: more variables (they win over the defaults). ``timeout``: seconds before the child's process
-    group gets SIGTERM (then SIGKILL). ``echo``: also stream the output to this process's stdout/stderr.
+    group gets SIGTERM (then SIGKILL). ``echo``: also stream the output to this process's stdout/stderr
+    (``"stderr"``: both streams to stderr, to keep stdout clean for a machine-readable report).
     ``environment``: probe python/torch/compiler facts for the manifest (in parallel with the run).
 
     Raises :class:`CaptureFailed` when the command cannot be started or the arguments are unusable; a command that
@@ -429,8 +430,8 @@ def capture(
         raise CaptureFailed(f"cannot start {cmd[0]!r}: {exc.strerror or exc}") from None
     pgid = proc.pid
 
-    echo_out = getattr(sys.stdout, "buffer", None) if echo else None
     echo_err = getattr(sys.stderr, "buffer", None) if echo else None
+    echo_out = echo_err if echo == "stderr" else getattr(sys.stdout, "buffer", None) if echo else None
     readers = [
         threading.Thread(target=_pump, args=(proc.stdout, stdout_f, echo_out), daemon=True),
         threading.Thread(target=_pump, args=(proc.stderr, stderr_f, echo_err), daemon=True),
