@@ -18,6 +18,7 @@ import polars as pl
 # ---------------------------------------------------------------------------------------------- line cleanup
 ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
 RANK_PREFIX = r"^\[(?:rank|default)(\d+)\]:"
+RANK_PREFIXES = r"^(?:\[(?:rank|default)\d+\]:)+"  # torchrun may nest them: '[rank0]:[rank0]:   File ...'
 # glog header of torch's Python logging (``W1130 05:06:08.690000 13845 torch/x.py:874] ``) and of c10's C++
 # logging (``[W1130 05:06:08.690000000 ProcessGroupNCCL.cpp:123] ``, ``[E520 19:20:12.156885067 shim_common.cpp:311] ``)
 GLOG = r"^\[?(?P<level>[VIWEFC])\d{3,4} \d\d:\d\d:\d\d\.\d+(?: +\d+)? (?P<src>[^\s\]]+:\d+)\] ?"
@@ -78,14 +79,17 @@ PATTERNS: dict[str, str] = {
     # code echoed by TORCH_LOGS (output_code, kernel_code, graph_code, *_graphs): each line of the record carries
     # the glog header and the artifact tag in torch 2.13
     "code_tag": r"^(?:\[[^\]]*\] )*\[__(?:\w+_code|\w+_graphs?|ir_\w+)\]",
-    "printer_header": r"^\[  (?P<event>before_launch|after_launch|aoti_model_inputs) - (?P<rest>.+)  \]:\s*$",
+    "printer_header": r"^\[  (?:before_launch|after_launch|aoti_model_inputs) - .*  \]:\s*$",
+    # the block's own header is the last one on the line: symbolic-size arguments are printed before it on the
+    # same line, joined by a literal backslash-n ('[  before_launch - k - s70: 32  ]\n[  before_launch - k - arg3_1  ]:')
+    "printer_last_header": r"\[  (?P<event>before_launch|after_launch|aoti_model_inputs) - (?P<rest>[^\[\]]*?)  \]:\s*$",
     "printer_launch": r"^\[ (?P<event>before_launch|after_launch): (?P<kernel>\S+) \]\s*$",
     "printer_stat": (
         r"^(?P<key>Number of elements|Dtype|Mean value|Min value|Max value|Device|Size|Stride|Layout"
         r"|Is contiguous|Requires grad): (?P<value>.*)$"
     ),
     "printer_content": (
-        r"^(?:[ \t0-9.eE+\-naifNI(),=:*]*|\[ [A-Za-z0-9_]+\{[0-9,]*\} \]|Columns \d+ to \d+"
+        r"^(?:[ \t0-9.eE+\-naifNI(),=:*]*|\[ [A-Za-z0-9_]+\{[0-9,]*\} \]|Columns \d+ to \d+[ \t0-9.eE+\-naifNI]*"
         r"|(?:Number of elements|Dtype|Mean value|Min value|Max value|Device|Size|Stride|Layout|Is contiguous"
         r"|Requires grad): .*)$"
     ),
@@ -123,7 +127,7 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
         pl.col("_raw").str.replace(r"\r$", "").str.replace_all(ANSI, "").alias("_t"),
     )
     df = df.with_columns(pl.col("_t").str.extract(RANK_PREFIX, 1).cast(pl.Int32, strict=False).alias("rank"))
-    stripped = pl.col("_t").str.replace(RANK_PREFIX, "")
+    stripped = pl.col("_t").str.replace(RANK_PREFIXES, "")
     # torchrun's prefix has no separator ('[default0]:  File'); others add one space ('[rank0]: Traceback').
     # Python indents in steps of 2, so an odd number of leading spaces means a separator was added.
     odd = (stripped.str.len_chars() - stripped.str.strip_chars_start(" ").str.len_chars()) % 2 == 1
@@ -132,6 +136,12 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
         .str.replace(r"^.*\r", "")
         .alias("text")
     )
+    # Logs copied from CI pages or issue threads are often indented as a whole: remove an indent shared by every
+    # non-blank line (a real stderr always has column-0 lines, e.g. 'Traceback' or a glog header).
+    lead = pl.col("text").str.len_chars() - pl.col("text").str.strip_chars_start(" ").str.len_chars()
+    common = df.select(lead.filter(pl.col("text").str.strip_chars() != "").min()).item()
+    if common:
+        df = df.with_columns(pl.col("text").str.slice(common))
     # 2. glog header -> level, src, message
     glog = pl.col("text").str.extract_groups(GLOG)
     df = df.with_columns(

@@ -3,7 +3,8 @@
 Level 2 prints blocks ``[  before_launch - <kernel> - <arg>  ]:`` (or ``[  aoti_model_inputs - <arg>  ]:``)
 with the tensor and ``Number of elements``, ``Dtype``, ``Mean value``, ... lines; one row per block.
 Level 3 prints ``[ before_launch: <kernel> ]`` / ``[ after_launch: <kernel> ]``; one row per line.
-``launched_last`` marks the last launch that has no ``after_launch``: the kernel running when the process died.
+``launched_last`` marks the last launch that has no complete ``after_launch``: the kernel running when the process
+died (a level-2 ``after_launch`` block cut before its statistics does not count as complete).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def printer_frame(df: pl.DataFrame) -> pl.DataFrame:
     sel = df.filter(pl.col("kind") == "printer").select("run_id", "path", "lineno", "_i", "_rk", "_msg")
     if sel.height == 0:
         return empty("printer")
-    head = pl.col("_msg").str.extract_groups(PATTERNS["printer_header"])
+    head = pl.col("_msg").str.extract_groups(PATTERNS["printer_last_header"])
     launch = pl.col("_msg").str.extract_groups(PATTERNS["printer_launch"])
     stat = pl.col("_msg").str.extract_groups(PATTERNS["printer_stat"])
     rest = head.struct.field("rest")
@@ -76,6 +77,9 @@ def _mark_last_launch(out: pl.DataFrame) -> pl.DataFrame:
     events = out["event"].to_list()
     kernels = out["kernel"].to_list()
     ranks = out["_rk"].to_list()
+    # a level-2 after_launch block that never printed its statistics did not finish: printing it synchronises
+    # the device, which is where an asynchronous CUDA error surfaces
+    done = [a is None or n is not None for a, n in zip(out["arg"].to_list(), out["numel"].to_list())]
     flags = [False] * len(events)
     for rk in set(ranks):
         idx = [i for i, r in enumerate(ranks) if r == rk]
@@ -84,7 +88,7 @@ def _mark_last_launch(out: pl.DataFrame) -> pl.DataFrame:
             continue
         last = before[-1]
         kernel = kernels[last]
-        if any(events[i] == "after_launch" and kernels[i] == kernel for i in idx if i > last):
+        if any(events[i] == "after_launch" and kernels[i] == kernel and done[i] for i in idx if i > last):
             continue
         # the contiguous before_launch rows of that launch (level 2 prints one block per argument)
         pos = idx.index(last)

@@ -104,7 +104,7 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
             parts.pop()
         if len(parts) > 1 and not parts[0].strip():  # 'ChildFailedError: ' + a message starting on the next line
             parts.pop(0)
-        row["message"] = "\n".join(parts)
+        row["message"] = "\n".join(p.rstrip() for p in parts)
     if not rows:
         return empty("exceptions")
     return conform("exceptions", pl.DataFrame(rows, infer_schema_length=None))
