@@ -103,7 +103,9 @@ class StageResult:
         if self.analysis is None:
             text = f"analysis unavailable ({self.analysis_error})"
         elif self.primary is not None:
-            text = f"{self.primary.title} [{self.primary.family}]" + ("" if self.definite else " (not definite)")
+            text = f"{self.primary.title} [{self.primary.family}]"
+            if not self.definite and self.capture is not None:
+                text += f" (not definite: {not_definite_because(self.primary, self.capture.env)})"
         else:
             text = "no diagnosis"
         if self.kernel:
@@ -193,15 +195,25 @@ def is_definite(finding: Finding | None, stage_env: dict[str, str]) -> bool:
       this stage: a finding that says "rerun with AOTI_RUNTIME_CHECK_INPUTS=1" reports a symptom, and a later stage
       does just that. Flags the ladder never sets do not hold it back.
     """
-    if finding is None or finding.severity != "error":
-        return False
+    return not_definite_because(finding, stage_env) is None
+
+
+def not_definite_because(finding: Finding | None, stage_env: dict[str, str]) -> str | None:
+    """Why :func:`is_definite` is false for ``finding`` (a few words), or None when it is definite."""
+    if finding is None:
+        return "no finding"
+    if finding.severity != "error":
+        return f"severity {finding.severity}"
     if finding.family in CARRIER_FAMILIES:
-        return False
+        return f"{finding.family} says how the process died, not why"
     if finding.rule_id.startswith("AOTI-Z") or re.search(r"generic|carrier", finding.rule_name, re.I):
-        return False
+        return "generic carrier"
     if finding.family == "illegal_memory_access" and stage_env.get("CUDA_LAUNCH_BLOCKING") != "1":
-        return False
-    return all(stage_env.get(k) == v for k, v in finding.env_flags.items() if k in LADDER_VARS)
+        return "reported asynchronously (no CUDA_LAUNCH_BLOCKING=1)"
+    missing = [f"{k}={v}" for k, v in finding.env_flags.items() if k in LADDER_VARS and stage_env.get(k) != v]
+    if missing:
+        return "asks for " + " ".join(missing)
+    return None
 
 
 def analyze_capture(out_dir: Path, rules_path: str | Path | None = None) -> tuple[Analysis | None, str | None]:

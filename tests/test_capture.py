@@ -190,3 +190,40 @@ def test_default_out_dir_is_unique(tmp_path):
     second = default_out_dir(tmp_path)
     assert second != first and second.parent == tmp_path and not second.exists()
     assert os.path.basename(first)[:8].isdigit()
+
+
+# --------------------------------------------------------------------------- the CLI (`aoti-trace run`)
+
+RULES = DATA / "rules"
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "aoti_trace", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=120)
+
+
+def test_cli_run_json_keeps_stdout_clean_and_exit_code_follows_the_findings(tmp_path):
+    out = tmp_path / "cap"
+    code = "import ctypes; print('child stdout'); ctypes.string_at(0)"
+    proc = _cli("run", "--out", str(out), "-f", "json", "--rules", str(RULES), "--", sys.executable, "-c", code,
+                cwd=tmp_path)
+    doc = json.loads(proc.stdout)  # the child's output went to stderr, not into the report
+    assert "child stdout" in proc.stderr and "Fatal Python error: Segmentation fault" in proc.stderr
+    assert f"captured to {out}: killed by SIGSEGV" in proc.stderr
+    assert proc.returncode == (1 if any(f["severity"] == "error" for f in doc["findings"]) else 0)
+    assert manifest(out)["signal"] == "SIGSEGV"
+    assert (out / "stdout.txt").read_text() == "child stdout\n"
+
+
+def test_cli_run_default_out_and_capture_errors(tmp_path):
+    proc = _cli("run", "--rules", str(RULES), "--", sys.executable, "-c", "print('ok')", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    caps = list((tmp_path / "aoti-trace-out").iterdir())
+    assert len(caps) == 1 and manifest(caps[0])["exit_code"] == 0
+    assert proc.stdout.startswith("ok\n")  # text format: the child's stdout streams to ours
+
+    bad = _cli("run", "--", "no-such-command-aoti", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "aoti-trace: error: cannot start 'no-such-command-aoti': not an executable file (or not on PATH)"
+    assert _cli("run", "--env", "NOEQUALS", "--", "true", cwd=tmp_path).returncode == 2

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from aoti_trace.findings import Finding
-from aoti_trace.ladder import STAGES, is_definite, last_launched_kernel, run_ladder
+from aoti_trace.ladder import STAGES, is_definite, last_launched_kernel, not_definite_because, run_ladder
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 DATA = Path(__file__).parent / "data" / "capture"
@@ -65,6 +65,8 @@ def test_ladder_turns_an_unchecked_shape_error_into_the_input_check_message(tiny
 
     table = result.table().splitlines()
     assert table[0].split()[:3] == ["stage", "flags", "outcome"]
+    row1 = next(line for line in table if line.startswith("1-baseline"))
+    assert row1.endswith("[shape_mismatch] (not definite: asks for AOTI_RUNTIME_CHECK_INPUTS=1)")
     row2 = next(line for line in table if line.startswith("2-sanity-checks"))
     assert "AOTI_RUNTIME_CHECK_INPUTS=1 TORCHINDUCTOR_NAN_ASSERTS=1 (fresh cache)" in row2 and "exit 1" in row2
     row3 = next(line for line in table if line.startswith("3-deterministic"))
@@ -122,6 +124,7 @@ def test_is_definite():
     # a symptom whose rule asks for a rerun with flags this stage has not set
     symptom = _finding(env_flags={"AOTI_RUNTIME_CHECK_INPUTS": "1"})
     assert not is_definite(symptom, {})
+    assert not_definite_because(symptom, {}) == "asks for AOTI_RUNTIME_CHECK_INPUTS=1"
     assert is_definite(symptom, {"AOTI_RUNTIME_CHECK_INPUTS": "1"})
     ima = _finding(family="illegal_memory_access")
     assert not is_definite(ima, {})
