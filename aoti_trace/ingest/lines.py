@@ -48,7 +48,11 @@ PATTERNS: dict[str, str] = {
     "what": r"^\s*what\(\):  ",
     "cpp_error": r"^Error: ",
     "aoti_torch_exception": r"Exception in aoti_torch: ",
-    "cpp_frame": r"^(?:frame #\d+: |Exception raised from \S.* \(most recent call first\):|<omitting python frames>)",
+    # c10 C++ stacks: 'frame #N: sym + 0x.. (0x.. in lib)'; symbolized form 'C++ CapturedTraceback:' + '#N sym from f:l'
+    "cpp_frame": (
+        r"^(?:frame #\d+: |Exception raised from \S.* \(most recent call first\):|<omitting python frames>"
+        r"|C\+\+ CapturedTraceback:|#\d+ .+ from \S*:\S*$)"
+    ),
     "compiler_diagnostic": (
         r"^(?:cc1plus|g\+\+|c\+\+|clang\+\+|collect2|/?\S+?\.(?:cpp|cc|cxx|c|h|hpp|cu|cuh)(?::\d+(?::\d+)?)?"
         r"|ld(?:\.\w+)?): (?:fatal )?error: "

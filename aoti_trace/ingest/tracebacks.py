@@ -16,6 +16,8 @@ FILE_LINE = re.compile(r'^  File "(?P<file>[^"]*)", line (?P<line>\d+),? in (?P<
 EXC = re.compile(r"^(?P<type>[^:\s]+)(?::(?: (?P<msg>.*))?)?$")
 TORCH_FILE = re.compile(r"(?:^|/)(?:torch|functorch|torchgen)/")
 STDLIB_FILE = re.compile(r"/lib/python\d+(?:\.\d+)?/(?!site-packages/|dist-packages/)|^<frozen |^<frozen>")
+# code generated at run time: Triton launchers ('<string>'), Inductor's cache, FX graph modules
+GENERATED_FILE = re.compile(r"^<string>$|^<eval_with_key>|/torchinductor_[^/]*/|^<fx-")
 
 
 def is_torch(path: str) -> bool:
@@ -24,8 +26,8 @@ def is_torch(path: str) -> bool:
 
 
 def is_user(path: str) -> bool:
-    """File is outside torch and the standard library (the user's code or a third-party library)."""
-    return not is_torch(path) and not STDLIB_FILE.search(path)
+    """File is outside torch, the standard library and generated code (the user's code or a third-party library)."""
+    return not is_torch(path) and not STDLIB_FILE.search(path) and not GENERATED_FILE.search(path)
 
 
 def torch_relative(path: str) -> str:
