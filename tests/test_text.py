@@ -299,3 +299,15 @@ def test_empty_input():
     f = read_text_bytes(b"", "stdout", "e")
     assert f["lines"].height == 0 and f["damage"].height == 0
     assert f["lines"].schema == schema("lines")
+
+
+def test_shell_signal_report_after_faulthandler_dump():
+    f = read("shell_segv.stderr.txt")
+    faults = f["faults"].sort("lineno")
+    assert faults["kind"].to_list() == ["fatal_signal", "fatal_signal"]  # faulthandler's dump, then bash's report
+    dump, shell = faults.row(0, named=True), faults.row(1, named=True)
+    assert dump["signal"] == "SIGSEGV" and dump["torch_function"] is None and dump["phase"] == "unknown"
+    assert dump["stack"].splitlines()[0].endswith("ctypes/__init__.py:519 in string_at")
+    assert dump["user_file"] is None  # '<string>' (python -c) counts as generated code
+    assert (shell["signal"], shell["lineno"], shell["stack"]) == ("SIGSEGV", f["lines"].height, None)
+    assert f["damage"].height == 0

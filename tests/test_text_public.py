@@ -72,7 +72,11 @@ def test_torchchat_709_error_then_abort():
     f = case("torchchat_709_create_container")
     k = kinds(f)
     assert (k[1], k[2], k[3], k[4], k[5]) == ("plain", "cpp_error", "terminate", "terminate", "plain")
-    t = f["faults"].row(0, named=True)
+    faults = f["faults"].sort("lineno")
+    assert faults["kind"].to_list() == ["terminate", "fatal_signal"]
+    shell = faults.row(1, named=True)  # './we-run-this.sh: line 34:  1930 Aborted  (core dumped) ...'
+    assert (shell["lineno"], shell["signal"], shell["phase"], shell["stack"]) == (5, "SIGABRT", "unknown", None)
+    t = faults.row(0, named=True)
     assert t["kind"] == "terminate" and t["exc_type"] == "std::runtime_error"
     assert t["what"].startswith("create_func_( &container_handle_") and t["what"].endswith("line 49")
 

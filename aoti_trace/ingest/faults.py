@@ -1,4 +1,10 @@
-"""Fatal signals (faulthandler dumps) and C++ ``terminate called ...`` / ``what():`` pairs (the ``faults`` frame)."""
+"""Fatal signals and C++ aborts (the ``faults`` frame).
+
+* faulthandler dumps (``Fatal Python error: Segmentation fault`` + the crashing thread's stack);
+* the shell's report of a killed child (``Segmentation fault (core dumped)``, ``... Aborted (core dumped) cmd``):
+  a fatal_signal row without a stack;
+* ``terminate called after throwing an instance of '...'`` / ``what():`` pairs.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,13 @@ THREAD = re.compile(r"^(?P<current>Current thread|Thread) 0x[0-9a-fA-F]+ \(most 
 FH_FRAME = re.compile(r'^  File "(?P<file>[^"]*)", line (?P<line>\d+|\?\?\?) in (?P<func>.+?)\s*$')
 TERMINATE = re.compile(r"^terminate called (?:after throwing an instance of '(?P<type>[^']*)'|(?P<other>.*))")
 WHAT = re.compile(r"^\s*what\(\):\s+(?P<what>.*)$")
+# the shell's report of a child killed by a signal: 'Segmentation fault (core dumped)' on its own line, or a
+# script's job line './run.sh: line 34:  1930 Aborted                 (core dumped) cmd ...'
+SHELL_SIGNAL = (
+    r"^(?:\S+: line \d+: +\d+ +)?(?P<what>Segmentation fault|Bus error|Aborted|Illegal instruction"
+    r"|Floating point exception|Killed)(?: +\(core dumped\))?(?:\s*$| +\S)"
+)
+SHELL_SIGNAL_RE = re.compile(SHELL_SIGNAL)
 
 SIGNALS = {
     "segmentation fault": "SIGSEGV",
@@ -55,7 +68,8 @@ def _signal(what: str) -> str | None:
 
 def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
     """One row per faulthandler dump and per terminate/what() pair; ``df`` is the output of ``classify()``."""
-    sel = df.filter(pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what")).select(
+    shell = (pl.col("kind") == "plain") & pl.col("_msg").str.contains(SHELL_SIGNAL)
+    sel = df.filter(pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | shell).select(
         "_rk", "_i", "lineno", "_msg", "kind", "run_id", "path"
     )
     if sel.height == 0:
@@ -83,6 +97,11 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
             continue
         if msg.startswith("Extension modules: "):
             st["dump"], st["in_current"] = None, False
+            continue
+        m = SHELL_SIGNAL_RE.match(msg) if kind == "plain" else None
+        if m:
+            rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal",
+                         "signal": _signal(m["what"]) or ("SIGKILL" if m["what"] == "Killed" else None), "_stack": []})
             continue
         m = TERMINATE.match(msg)
         if m:
