@@ -311,3 +311,9 @@ def test_shell_signal_report_after_faulthandler_dump():
     assert dump["user_file"] is None  # '<string>' (python -c) counts as generated code
     assert (shell["signal"], shell["lineno"], shell["stack"]) == ("SIGSEGV", f["lines"].height, None)
     assert f["damage"].height == 0
+
+
+def test_python_warning_and_its_source_line():
+    f = read("torch_userwarning.stderr.txt")
+    assert f["lines"]["kind"].to_list() == ["warning", "warning"]
+    assert f["exceptions"].height == 0
