@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aoti_trace.frames import FRAME_NAMES, schema
+from aoti_trace.ingest.lines import KINDS
 from aoti_trace.ingest.text import read_text_bytes
 
 REAL = (Path(__file__).parent / "data" / "text" / "aoti_oob.stderr.txt").read_bytes()
@@ -21,6 +22,7 @@ def check(data: bytes) -> None:
     f = read_text_bytes(data, "stderr", "p")
     assert f["lines"].height == expected_lines(data)
     assert f["lines"]["lineno"].to_list() == list(range(1, f["lines"].height + 1))
+    assert set(f["lines"]["kind"].to_list()) <= set(KINDS)
     for name in FRAME_NAMES:
         assert f[name].schema.names()[: len(schema(name))] == list(schema(name)), name
     kinds = set(f["damage"]["kind"].to_list())
