@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -21,6 +23,29 @@ def exit_code_for(findings, fail_on: str) -> int:
         return 0
     worst = SEVERITIES.index(fail_on)
     return 1 if any(SEVERITIES.index(f.severity) <= worst for f in findings) else 0
+
+
+def use_color(choice: str, output: Path | None) -> bool:
+    """--color auto: colour only when writing to a terminal and NO_COLOR is unset (https://no-color.org)."""
+    if choice != "auto":
+        return choice == "always"
+    return output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR") \
+        and os.environ.get("TERM") != "dumb"
+
+
+def progress(message: str):
+    """A spinner on stderr while the analysis runs, only when stderr is a terminal (never in pipes or CI logs)."""
+    if not sys.stderr.isatty() or os.environ.get("TERM") == "dumb":
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(message, spinner="dots")
+
+
+def summary_line(analysis) -> str:
+    counts = ", ".join(f"{sum(f.severity == s for f in analysis.findings)} {s}" for s in SEVERITIES)
+    primary = analysis.primary
+    return f"aoti-trace: {counts}" + (f"; primary: {primary.rule_id} {primary.rule_name}" if primary else "")
 
 
 def write_output(text: str, output: Path | None) -> None:
@@ -44,16 +69,25 @@ def write_output(text: str, output: Path | None) -> None:
 @click.option("--html", "html_path", type=click.Path(path_type=Path), help="also write a self-contained HTML report")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True,
               help="exit 1 when a finding at or above this severity exists")
+@click.option("--color", "color", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
+              help="colour the text report (auto: only on a terminal, off with NO_COLOR)")
+@click.option("--source-root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="SARIF: make paths under this folder repository-relative (default: the working directory)")
 @click.pass_context
-def analyze_cmd(ctx: click.Context, paths, stderr, stdout, exit_code, rules_path, fmt, output, html_path, fail_on) -> None:
+def analyze_cmd(ctx: click.Context, paths, stderr, stdout, exit_code, rules_path, fmt, output, html_path, fail_on,
+                color, source_root) -> None:
     """Diagnose PATHs: TORCH_TRACE folders or files, capture folders, .pt2 packages, or any folder."""
     from aoti_trace.analysis import analyze
     from aoti_trace.report import render
 
     if not paths and stderr is None and stdout is None:
         raise click.UsageError("give at least one PATH, or --stderr FILE|-")
-    analysis = analyze(list(paths), stderr=stderr, stdout=stdout, exit_code=exit_code, rules_path=rules_path)
-    write_output(render(analysis, fmt, color=output is None and sys.stdout.isatty()), output)
+    with progress("aoti-trace: parsing logs and evaluating rules..."):
+        analysis = analyze(list(paths), stderr=stderr, stdout=stdout, exit_code=exit_code, rules_path=rules_path)
+    write_output(render(analysis, fmt, color=use_color(color, output),
+                        source_root=source_root if source_root is not None else Path.cwd()), output)
     if html_path is not None:
         write_output(render(analysis, "html"), html_path)
+    if fmt != "text" or output is not None:  # the report went elsewhere: a one-line summary for the person / CI log
+        click.echo(summary_line(analysis), err=True)
     ctx.exit(exit_code_for(analysis.findings, fail_on))

@@ -18,8 +18,12 @@ if TYPE_CHECKING:
 DOCUMENT_SCHEMA = "aoti-trace.report/v1"
 
 
+SESSION_KEYS = ("rank", "session", "kind", "api", "status", "fail_type", "duration_s", "user_frame", "path")
+
+
 def run_summaries(analysis: Analysis) -> list[dict]:
-    """Per-run metadata: inputs, torch version, compile device, sessions, exit status, damage."""
+    """Per-run metadata: inputs, command, exit status, duration, torch version, compile device, compile sessions,
+    ranks and log damage (see docs/output.md)."""
     frames = analysis.frames
     out = []
     for run in analysis.runs:
@@ -27,8 +31,11 @@ def run_summaries(analysis: Analysis) -> list[dict]:
         compiles = frames["compiles"].filter(frames["compiles"]["run_id"] == rid)
         process = frames["process"].filter(frames["process"]["run_id"] == rid)
         damage = frames["damage"].filter(frames["damage"]["run_id"] == rid)
-        versions = [v for v in compiles["pytorch_version"].drop_nulls().unique().to_list()]
-        devices = [v for v in compiles["device_key"].drop_nulls().unique().to_list()]
+        events = frames["events"].filter(frames["events"]["run_id"] == rid)
+        proc = process.row(0, named=True) if process.height else {}
+        versions = compiles["pytorch_version"].drop_nulls().unique().to_list()
+        devices = [v for v in compiles["device_key"].drop_nulls().unique().to_list() if v]
+        ranks = set(events["rank"].drop_nulls().unique().to_list()) | set(compiles["rank"].drop_nulls().to_list())
         out.append(
             {
                 "run_id": rid,
@@ -39,14 +46,15 @@ def run_summaries(analysis: Analysis) -> list[dict]:
                     "manifest": str(run.manifest) if run.manifest else None,
                     "packages": [str(p) for p in run.packages],
                 },
+                "command": proc.get("command"),
+                "exit_code": proc.get("exit_code"),
+                "signal": proc.get("signal"),
+                "timed_out": bool(proc.get("timed_out")),
+                "duration_s": proc.get("duration_s"),
                 "torch_versions": sorted(versions),
                 "compile_devices": sorted(devices),
-                "compile_sessions": [
-                    {k: row[k] for k in ("session", "kind", "api", "status", "fail_type", "duration_s")}
-                    for row in compiles.iter_rows(named=True)
-                ],
-                "exit_code": process["exit_code"][0] if process.height else None,
-                "signal": process["signal"][0] if process.height else None,
+                "ranks": sorted(ranks),
+                "compile_sessions": [{k: row[k] for k in SESSION_KEYS} for row in compiles.iter_rows(named=True)],
                 "damage": [
                     {k: row[k] for k in ("path", "lineno", "kind", "count", "detail")}
                     for row in damage.iter_rows(named=True)

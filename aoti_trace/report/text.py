@@ -1,57 +1,163 @@
-"""``--format text``: for a person at a terminal. Not a stable interface: do not parse it."""
+"""``--format text``: for a person at a terminal. Not a stable interface: do not parse it.
+
+Layout: the primary diagnosis first (evidence lines with source:line and the extracted values highlighted, the
+user's source frame, the remedy, the exact rerun command with its env flags, the guide), then the secondary
+findings (shorter), then a run summary (command, exit status, torch version, compile device, compile sessions with
+their durations, log damage) and a one-line count. With ``color=True`` the same lines are styled with rich (ANSI);
+without, the output is plain text.
+"""
 
 from __future__ import annotations
 
+import io
 from typing import TYPE_CHECKING
 
-import click
-
+from aoti_trace.findings import SEVERITIES
+from aoti_trace.report.common import (
+    evidence_location,
+    first_paragraph,
+    guide_display,
+    rerun_command,
+    split_highlights,
+    user_location,
+)
 from aoti_trace.report.json import run_summaries
 
 if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
     from aoti_trace.findings import Finding
 
-COLORS = {"error": "red", "warning": "yellow", "info": "blue"}
+SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
+MAX_EVIDENCE = {True: 5, False: 2}  # primary / secondary
+MAX_EVIDENCE_CHARS = 400
+
+Segment = tuple[str, str | None]  # (text, rich style or None)
+Line = list[Segment]
 
 
-def _finding(f: Finding, color: bool, headline: str) -> list[str]:
-    style = (lambda s, **kw: click.style(s, **kw)) if color else (lambda s, **kw: s)
-    out = [style(f"{headline}{f.severity.upper()}  {f.rule_id} {f.rule_name}  [{f.family}]", fg=COLORS[f.severity], bold=True),
-           f"  {f.message}"]
-    for ev in f.evidence[:3]:
-        loc = f"{ev.path}:{ev.line}" if ev.path and ev.line else (ev.path or ev.source)
-        out.append(style(f"  > {loc}: ", dim=True) + ev.text)
-    if f.remedy:
-        out.append("  fix:    " + f.remedy.strip().split("\n\n")[0].replace("\n", "\n          "))
-    if f.rerun:
-        out.append("  re-run: " + f.rerun)
-    if f.guide:
-        out.append("  guide:  " + f.guide)
+def _indent_block(label: str, text: str, style: str | None = None) -> list[Line]:
+    pad = " " * len(label)
+    rows = text.rstrip().split("\n")
+    return [[(label if i == 0 else (pad if row.strip() else ""), "bold" if i == 0 else None), (row, style)]
+            for i, row in enumerate(rows)]
+
+
+def _clip(text: str, n: int = MAX_EVIDENCE_CHARS) -> str:
+    text = text.replace("\t", "    ")
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _finding(analysis: Analysis, f: Finding, primary: bool) -> list[Line]:
+    sev = f.severity.upper()
+    head: Line = []
+    if primary:
+        head.append(("PRIMARY ", "bold reverse " + SEVERITY_STYLE[f.severity].split()[-1]))
+        head.append((" ", None))
+    head += [(f"{sev:<7}", SEVERITY_STYLE[f.severity]), (" ", None), (f.rule_id, "bold"), (" ", None),
+             (f.rule_name, "cyan"), ("  ", None), (f"[{f.family}]", "dim")]
+    if len({r.run_id for r in analysis.runs}) > 1:
+        head.append((f"  run {f.run_id}", "dim"))
+    out: list[Line] = [head, [("  ", None), (f.title, "bold")]]
+    out += [[("  ", None), (row, None)] for row in f.message.strip().split("\n")]
+    if f.evidence:
+        out.append([("  evidence:", "bold")])
+        shown = f.evidence[: MAX_EVIDENCE[primary]]
+        for ev in shown:
+            line: Line = [("    ", None), (evidence_location(ev), "dim"), ("  ", None)]
+            for piece, hot in split_highlights(_clip(ev.text.split("\n")[0]), f):
+                line.append((piece, "bold magenta" if hot else None))
+            out.append(line)
+        if len(f.evidence) > len(shown):
+            out.append([("    ", None), (f"(+{len(f.evidence) - len(shown)} more)", "dim")])
+    loc = user_location(analysis, f)
+    if loc is not None:
+        out.append([("  at:      ", "bold"), (f"{loc.path}:{loc.line}" if loc.line else loc.path, "green"),
+                    ("  (your code)", "dim")])
+    remedy = f.remedy.strip() if primary else first_paragraph(f.remedy)
+    if remedy:
+        out += _indent_block("  fix:     ", remedy)
+    rerun = rerun_command(f)
+    if rerun:
+        out.append([("  re-run:  ", "bold"), (rerun, "bold green")])
+    guide = guide_display(f)
+    if guide:
+        out.append([("  guide:   ", "bold"), (guide, "underline")])
     return out
 
 
-def render_text(analysis: Analysis, *, color: bool = False) -> str:
-    lines: list[str] = []
-    primary = analysis.primary
-    if primary is not None:
-        lines += _finding(primary, color, "PRIMARY ") + [""]
-    rest = [f for f in analysis.findings if not f.primary]
-    if rest:
-        lines.append("Other findings:" if primary else "Findings:")
-        for f in rest:
-            lines += _finding(f, color, "") + [""]
-    if not analysis.findings:
-        lines += ["No problem found.", ""]
+def _fmt_s(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _summary(analysis: Analysis) -> list[Line]:
+    out: list[Line] = []
     for run in run_summaries(analysis):
-        sessions = run["compile_sessions"]
-        status = ", ".join(f"{s['api'] or s['kind'] or 'compile'}: {s['status']}" for s in sessions) or "none in trace"
         end = f"exit {run['exit_code']}" if run["exit_code"] is not None else "exit status unknown"
         if run["signal"]:
             end += f" ({run['signal']})"
+        if run["timed_out"]:
+            end += ", timed out"
+        head: Line = [("run ", "bold"), (run["run_id"], "bold"), ("  ", None), (end, None)]
+        if run["duration_s"] is not None:
+            head.append((f", {_fmt_s(run['duration_s'])}", None))
+        if run["command"]:
+            head.append((f"  $ {run['command']}", "dim"))
+        out.append(head)
         torch_v = ", ".join(run["torch_versions"]) or "unknown"
         dev = ", ".join(run["compile_devices"]) or "unknown"
-        lines.append(f"run {run['run_id']}: torch {torch_v}, compile device {dev}, compiles: {status}; {end}")
+        sessions = run["compile_sessions"]
+        ranks = f", ranks {', '.join(map(str, run['ranks']))}" if len(run["ranks"]) > 1 else ""
+        out.append([("  ", None), (f"torch {torch_v}, compile device {dev}, {len(sessions)} compile session"
+                                   f"{'s' if len(sessions) != 1 else ''}{ranks}", None)])
+        for s in sessions:
+            what = s["api"] or s["kind"] or "compile"
+            status = s["status"] + (f" ({s['fail_type']})" if s["fail_type"] else "")
+            rank = f"rank {s['rank']} " if s["rank"] is not None and len(run["ranks"]) > 1 else ""
+            style = "red" if s["status"] == "failed" else ("yellow" if s["status"] == "incomplete" else None)
+            line: Line = [("    ", None), (f"{rank}session {s['session']}: {what} ", None), (status, style),
+                          (f", {_fmt_s(s['duration_s'])}" if s["duration_s"] is not None else "", None)]
+            if s["user_frame"]:
+                line.append((f"  from {s['user_frame']}", "dim"))
+            out.append(line)
+        if not run["damage"]:
+            out.append([("  log damage: none", "dim")])
         for d in run["damage"]:
-            lines.append(f"  log damage: {d['kind']} x{d['count']} at {d['path']}:{d['lineno']}: {d['detail']}")
-    return "\n".join(lines) + "\n"
+            out.append([("  log damage: ", "yellow"), (f"{d['kind']} x{d['count']}", "yellow"),
+                        (f" at {d['path']}:{d['lineno']}: {d['detail']}", None)])
+    counts = {s: sum(f.severity == s for f in analysis.findings) for s in SEVERITIES}
+    plural = {"error": "errors", "warning": "warnings", "info": "info"}
+    out.append([(", ".join(f"{n} {s if n == 1 else plural[s]}" for s, n in counts.items()), "bold")])
+    return out
+
+
+def lines(analysis: Analysis) -> list[Line]:
+    out: list[Line] = []
+    primary = analysis.primary
+    if primary is not None:
+        out += _finding(analysis, primary, True) + [[]]
+    rest = [f for f in analysis.findings if not f.primary]
+    if rest:
+        out.append([(f"Other findings ({len(rest)}):" if primary else f"Findings ({len(rest)}):", "bold underline")])
+        for f in rest:
+            out += _finding(analysis, f, False) + [[]]
+    if not analysis.findings:
+        out += [[("No problem found.", "bold green")], []]
+    return out + _summary(analysis)
+
+
+def render_text(analysis: Analysis, *, color: bool = False) -> str:
+    """The text report; ``color`` styles it with ANSI codes (rich) for a terminal."""
+    rows = lines(analysis)
+    if not color:
+        return "".join("".join(t for t, _ in row) + "\n" for row in rows)
+    from rich.console import Console
+    from rich.text import Text
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, color_system="standard", width=200, highlight=False,
+                      emoji=False, markup=False)
+    for row in rows:
+        console.print(Text.assemble(*[(t, s or "") for t, s in row]), soft_wrap=True)
+    return buf.getvalue()

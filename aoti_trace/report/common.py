@@ -1,0 +1,440 @@
+"""Helpers shared by the report formats. Everything here reads the :class:`~aoti_trace.analysis.Analysis` (and,
+lazily, the files it points at: trace payloads, captured logs, guides, packages); nothing writes.
+
+* :func:`rerun_command`, :func:`first_paragraph`, :func:`highlights` -- finding text helpers
+* :func:`guide_file`, :func:`guide_summary` -- the rule's sub-guide (``rules/guides/...``)
+* :func:`user_location` -- the user's source frame of a finding (SARIF location, report "at:" line)
+* :func:`context_lines` -- lines around an evidence line in a captured log
+* :func:`generated_sources` -- generated kernel / wrapper code around a failing line (device asserts, compiler errors)
+* :func:`timelines` -- compile phases from the trace's chromium events
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from aoti_trace.analysis import Analysis
+    from aoti_trace.findings import Evidence, Finding
+
+# frames whose evidence rows come from captured text logs (a context excerpt makes sense there)
+TEXT_SOURCES = ("lines", "exceptions", "device_asserts", "faults", "printer")
+MAX_SOURCE_BYTES = 16 << 20  # generated files we read from disk to show an excerpt
+MAX_CHROMIUM_EVENTS = 5000  # per run: payloads read for the timeline
+
+
+# ------------------------------------------------------------------------------------------- finding text
+def rerun_command(f: Finding) -> str | None:
+    """The copy-paste rerun command: the rule's own, else the env flags before a placeholder command."""
+    if f.rerun:
+        return f.rerun
+    if f.env_flags:
+        return " ".join(f"{k}={_shell_quote(v)}" for k, v in f.env_flags.items()) + " <your command>"
+    return None
+
+
+def _shell_quote(v: str) -> str:
+    return v if re.fullmatch(r"[\w@%+=:,./-]*", v) else "'" + v.replace("'", "'\"'\"'") + "'"
+
+
+def first_paragraph(text: str) -> str:
+    return (text or "").strip().split("\n\n")[0].strip()
+
+
+def highlights(text: str, f: Finding) -> list[tuple[int, int]]:
+    """Non-overlapping (start, end) spans of ``text`` that repeat one of the finding's extracted field values."""
+    spans: list[tuple[int, int]] = []
+    for value in sorted({v for v in f.fields.values() if v and len(v.strip()) >= 3}, key=len, reverse=True):
+        start = 0
+        while (i := text.find(value, start)) >= 0:
+            end = i + len(value)
+            if not any(i < e and s < end for s, e in spans):
+                spans.append((i, end))
+            start = end
+    return sorted(spans)
+
+
+def split_highlights(text: str, f: Finding) -> list[tuple[str, bool]]:
+    """``text`` cut into (piece, highlighted) pairs."""
+    out, pos = [], 0
+    for s, e in highlights(text, f):
+        if s > pos:
+            out.append((text[pos:s], False))
+        out.append((text[s:e], True))
+        pos = e
+    if pos < len(text):
+        out.append((text[pos:], False))
+    return out
+
+
+def evidence_location(ev: Evidence) -> str:
+    if ev.path and ev.line:
+        return f"{ev.path}:{ev.line}"
+    return ev.path or ev.source
+
+
+# ------------------------------------------------------------------------------------------------ guides
+def guide_file(f: Finding) -> Path | None:
+    """The guide markdown file of a finding, looked up in the built-in rule library (None when absent)."""
+    if not f.guide:
+        return None
+    try:
+        from aoti_trace.engine import default_rules_dir
+
+        root = default_rules_dir()
+    except Exception:  # noqa: BLE001 - a report must not fail because the library cannot be located
+        return None
+    path = Path(root) / f.guide
+    return path if path.is_file() else None
+
+
+def guide_text(f: Finding) -> str | None:
+    path = guide_file(f)
+    if path is None:
+        return None
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def guide_display(f: Finding) -> str | None:
+    """What to print for the guide: the file path when found, else the rule's relative path."""
+    path = guide_file(f)
+    if path is not None:
+        try:
+            return str(path.relative_to(Path.cwd()))
+        except ValueError:
+            return str(path)
+    return f.guide
+
+
+def guide_summary(f: Finding) -> str | None:
+    """First paragraph of the guide's 'What happened' section (SARIF fullDescription)."""
+    text = guide_text(f)
+    if not text:
+        return None
+    m = re.search(r"^##\s+What happened\s*\n+(.*?)(?:\n\s*\n|\Z)", text, re.S | re.M)
+    return " ".join(m.group(1).split()) if m else None
+
+
+# ------------------------------------------------------------------------------------------- locations
+@dataclass(frozen=True)
+class Location:
+    path: str
+    line: int | None
+    kind: str  # 'user' (user's source frame) | 'evidence' (the log line the evidence came from)
+
+
+def _row_at(df: pl.DataFrame, run_id: str, path: str | None, line: int | None) -> dict | None:
+    if df.height == 0 or path is None or line is None:
+        return None
+    hit = df.filter((pl.col("run_id") == run_id) & (pl.col("path") == path) & (pl.col("lineno") == line))
+    return hit.row(0, named=True) if hit.height else None
+
+
+def _real_file(name: str | None) -> bool:
+    return bool(name) and not name.startswith("<")
+
+
+def split_frame(frame: str | None) -> tuple[str, int | None] | None:
+    """'file:line' -> (file, line)."""
+    if not frame:
+        return None
+    m = re.fullmatch(r"(.+):(\d+)", frame.strip())
+    return (m.group(1), int(m.group(2))) if m else (frame, None)
+
+
+def user_location(analysis: Analysis, f: Finding) -> Location | None:
+    """The user's source frame for ``f``: from the exception, fault or compile its evidence points at; for the
+    primary finding also from the run's final exception or failed compile. None when unknown."""
+    frames = analysis.frames
+    for ev in f.evidence:
+        if ev.source in ("exceptions", "faults"):
+            row = _row_at(frames[ev.source], f.run_id, ev.path, ev.line)
+            if row and _real_file(row["user_file"]):
+                return Location(row["user_file"], row["user_line"], "user")
+        if ev.source == "compiles":
+            row = _row_at(frames["compiles"], f.run_id, ev.path, ev.line)
+            loc = split_frame(row["user_frame"]) if row else None
+            if loc and _real_file(loc[0]):
+                return Location(loc[0], loc[1], "user")
+    if not f.primary:
+        return None
+    exc = frames["exceptions"].filter((pl.col("run_id") == f.run_id) & pl.col("is_final").fill_null(False)
+                                      & pl.col("user_file").is_not_null())
+    for row in exc.iter_rows(named=True):
+        if _real_file(row["user_file"]):
+            return Location(row["user_file"], row["user_line"], "user")
+    comp = frames["compiles"].filter((pl.col("run_id") == f.run_id) & (pl.col("status") != "ok"))
+    for row in comp.iter_rows(named=True):
+        loc = split_frame(row["user_frame"])
+        if loc and _real_file(loc[0]):
+            return Location(loc[0], loc[1], "user")
+    return None
+
+
+def primary_location(analysis: Analysis, f: Finding) -> Location | None:
+    """User frame when known, else the first evidence file:line."""
+    loc = user_location(analysis, f)
+    if loc is not None:
+        return loc
+    for ev in f.evidence:
+        if ev.path and ev.path != "-":
+            return Location(ev.path, ev.line, "evidence")
+    return None
+
+
+# ---------------------------------------------------------------------------------------- log excerpts
+def context_lines(path: str | None, line: int | None, radius: int = 3) -> list[tuple[int, str]]:
+    """(lineno, text) around ``line`` of a captured text log; empty when unreadable."""
+    if not path or not line or path == "-":
+        return []
+    p = Path(path)
+    try:
+        if not p.is_file() or p.suffix == ".gz":
+            return []
+        out = []
+        with p.open("r", encoding="utf-8", errors="replace") as fh:
+            for i, text in enumerate(fh, 1):
+                if i > line + radius:
+                    break
+                if i >= line - radius:
+                    out.append((i, re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text.rstrip("\r\n"))))
+        return out
+    except OSError:
+        return []
+
+
+# ------------------------------------------------------------------------------------- generated sources
+GENERATED_REF = re.compile(r"(?P<file>(?:/|\b)[\w./+-]*?\.(?:wrapper\.cpp|kernel\.cpp))[:](?P<line>\d+)")
+DUMP_FOR_SUFFIX = {".wrapper.cpp": "inductor_aot_wrapper_code", ".kernel.cpp": "inductor_aot_kernel_code"}
+
+
+@dataclass
+class SourceView:
+    """An excerpt of generated code around a line a failure points at."""
+
+    file: str  # the generated file as the log names it
+    line: int | None  # the line the log names (in ``file``)
+    origin: str  # where the text was found: 'disk', 'package <path>', 'trace <name> (<path>:<lineno>)'
+    lines: list[tuple[int, str]] = field(default_factory=list)  # (lineno, text) of the excerpt
+    focus: int | None = None  # the highlighted line in ``lines``
+    why: str = ""  # what pointed here (device assert, compiler error, ...)
+
+
+def _references(analysis: Analysis, f: Finding) -> list[tuple[str, int | None, str | None, str]]:
+    """(generated file, line, needle, why) that ``f`` points at."""
+    refs: list[tuple[str, int | None, str | None, str]] = []
+    da = analysis.frames["device_asserts"].filter(pl.col("run_id") == f.run_id)
+    if f.family in ("triton_index_oob", "illegal_memory_access", "nan_assert") or any(
+        ev.source == "device_asserts" for ev in f.evidence
+    ):
+        for row in da.head(2).iter_rows(named=True):
+            if row["kernel_file"]:
+                needle = row["assertion"]
+                if needle and needle.startswith("index out of bounds"):
+                    needle = f'"{needle}"'
+                refs.append((row["kernel_file"], row["kernel_line"], needle, "device-side assertion"))
+    texts = [f.message, *f.fields.values(), *(ev.text for ev in f.evidence)]
+    if f.primary or f.family in ("triton_index_oob", "cpp_compile_error"):
+        lines = analysis.frames["lines"]
+        if lines.height:
+            hits = lines.filter((pl.col("run_id") == f.run_id)
+                                & pl.col("text").str.contains(r"\.(?:wrapper|kernel)\.cpp:\d+"))
+            texts += hits["text"].head(5).to_list()
+    for text in texts:
+        for m in GENERATED_REF.finditer(text or ""):
+            why = "compiler error" if "error" in text else "log line"
+            refs.append((m["file"], int(m["line"]), None, why))
+    seen, out = set(), []
+    for r in refs:  # one excerpt per generated file: the first line that points into it
+        if r[0] not in seen:
+            seen.add(r[0])
+            out.append(r)
+    return out[:3]
+
+
+def _excerpt(text: str, line: int, radius: int) -> list[tuple[int, str]]:
+    lines = text.split("\n")
+    lo, hi = max(1, line - radius), min(len(lines), line + radius)
+    return [(i, lines[i - 1]) for i in range(lo, hi + 1)]
+
+
+def _disk_source(file: str) -> str | None:
+    p = Path(file)
+    try:
+        if p.is_file() and p.stat().st_size <= MAX_SOURCE_BYTES:
+            return p.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        pass
+    return None
+
+
+def _package_source(analysis: Analysis, run_id: str, file: str) -> tuple[str, str] | None:
+    base = Path(file).name
+    for run in analysis.runs:
+        if run.run_id != run_id:
+            continue
+        for pkg in run.packages:
+            try:
+                from aoti_trace.ingest.pt2_archive import open_archive
+
+                with open_archive(pkg) as ar:
+                    for name in ar.names:
+                        if name.rsplit("/", 1)[-1] == base:
+                            return ar.read_text(name), f"package {pkg} ({name})"
+            except Exception:  # noqa: BLE001 - a damaged package is reported elsewhere
+                continue
+    return None
+
+
+def _dump_payloads(analysis: Analysis, run_id: str, names: list[str] | None) -> list[tuple[str, str]]:
+    """(text, origin) of graph_dump / output-code payloads of the run, the latest first."""
+    from aoti_trace.ingest.trace import read_payload
+
+    art = analysis.frames["artifacts"]
+    if art.height == 0:
+        return []
+    q = art.filter((pl.col("run_id") == run_id) & pl.col("name").is_not_null())
+    if names is not None:
+        q = q.filter(pl.col("name").is_in(names))
+    else:
+        q = q.filter((pl.col("event") == "graph_dump") | pl.col("name").str.contains("output_code|kernel_code"))
+    out = []
+    for row in reversed(q.tail(20).rows(named=True)):
+        try:
+            out.append((read_payload(row["path"], row["payload_offset"], row["payload_length"]),
+                        f"trace {row['name']} ({row['path']}:{row['lineno']})"))
+        except OSError:
+            continue
+    return out
+
+
+def generated_sources(analysis: Analysis, f: Finding, radius: int = 6) -> list[SourceView]:
+    """Generated code around the lines ``f`` points at (device-assert kernel lines, compiler error lines).
+
+    The text is looked up on disk, then in the run's .pt2 packages (same file name), then in the trace's
+    ``graph_dump`` payloads (``inductor_aot_wrapper_code`` / ``inductor_aot_kernel_code`` for ``.wrapper.cpp`` /
+    ``.kernel.cpp``), then by searching the dumps for the assertion text."""
+    views: list[SourceView] = []
+    for file, line, needle, why in _references(analysis, f):
+        found: tuple[str, str] | None = None
+        text = _disk_source(file)
+        if text is not None:
+            found = (text, "disk")
+        if found is None:
+            found = _package_source(analysis, f.run_id, file)
+        if found is None:
+            suffix = next((s for s in DUMP_FOR_SUFFIX if file.endswith(s)), None)
+            if suffix:
+                dumps = _dump_payloads(analysis, f.run_id, [DUMP_FOR_SUFFIX[suffix]])
+                fitting = [d for d in dumps if line is None or d[0].count("\n") + 1 >= line]
+                if fitting:
+                    found = fitting[0]
+        view: SourceView | None = None
+        if found is not None and line:
+            view = SourceView(file, line, found[1], _excerpt(found[0], line, radius), line, why)
+        elif needle:
+            for text, origin in _dump_payloads(analysis, f.run_id, None):
+                idx = next((i for i, t in enumerate(text.split("\n"), 1) if needle in t), None)
+                if idx is not None:
+                    view = SourceView(file, line, origin + "; matched by the assertion text, line numbers are the "
+                                      "dump's", _excerpt(text, idx, radius), idx, why)
+                    break
+        if view is not None and view.lines:
+            views.append(view)
+    return views
+
+
+# ------------------------------------------------------------------------------------------- timelines
+@dataclass
+class Span:
+    name: str
+    start_us: float
+    end_us: float
+    depth: int
+    failed: bool = False  # the closing event carries a fail_type
+    unfinished: bool = False  # never closed: the process stopped inside this phase
+
+    @property
+    def duration_s(self) -> float:
+        return max(0.0, (self.end_us - self.start_us) / 1e6)
+
+
+@dataclass
+class Timeline:
+    run_id: str
+    path: str
+    rank: int | None
+    session: int | None
+    spans: list[Span]
+    truncated: bool = False  # more chromium events than were read
+
+    @property
+    def start_us(self) -> float:
+        return min(s.start_us for s in self.spans)
+
+    @property
+    def end_us(self) -> float:
+        return max(s.end_us for s in self.spans)
+
+
+def timelines(analysis: Analysis, max_events: int = MAX_CHROMIUM_EVENTS) -> list[Timeline]:
+    """Compile-phase spans per (run, trace file, session), from ``chromium_event`` records (payloads read lazily)."""
+    from aoti_trace.ingest.trace import read_payload
+
+    ev = analysis.frames["events"]
+    if ev.height == 0:
+        return []
+    ev = ev.filter((pl.col("event") == "chromium_event") & pl.col("payload_offset").is_not_null())
+    out: list[Timeline] = []
+    for run_id in ev["run_id"].unique(maintain_order=True).to_list():
+        rows = ev.filter(pl.col("run_id") == run_id)
+        truncated = rows.height > max_events
+        groups: dict[tuple, list[dict]] = {}
+        for row in rows.head(max_events).iter_rows(named=True):
+            try:
+                d = json.loads(read_payload(row["path"], row["payload_offset"], row["payload_length"]))
+            except (OSError, ValueError):
+                continue
+            if not isinstance(d, dict) or not isinstance(d.get("ts"), (int, float)) or not d.get("name"):
+                continue
+            groups.setdefault((row["path"], row["rank"], row["session"]), []).append(d)
+        for (path, rank, session), events in groups.items():
+            spans = _spans(events)
+            if spans:
+                out.append(Timeline(run_id, path, rank, session, spans, truncated))
+    return out
+
+
+def _spans(events: list[dict]) -> list[Span]:
+    spans: list[Span] = []
+    stacks: dict[object, list[tuple[str, float]]] = {}
+    last_ts = max(float(d["ts"]) for d in events)
+    for d in events:
+        ph, name, ts = d.get("ph"), str(d["name"]), float(d["ts"])
+        stack = stacks.setdefault(d.get("tid"), [])
+        if ph == "B":
+            stack.append((name, ts))
+        elif ph == "E":
+            idx = next((i for i in range(len(stack) - 1, -1, -1) if stack[i][0] == name), None)
+            if idx is None:
+                continue
+            _, start = stack.pop(idx)
+            args = d.get("args") if isinstance(d.get("args"), dict) else {}
+            failed = bool(args.get("fail_type")) and str(args.get("fail_type")) != "None"
+            spans.append(Span(name, start, ts, idx, failed))
+        elif ph == "X" and isinstance(d.get("dur"), (int, float)):
+            spans.append(Span(name, ts, ts + float(d["dur"]), len(stack)))
+    for stack in stacks.values():
+        for depth, (name, start) in enumerate(stack):
+            spans.append(Span(name, start, last_ts, depth, unfinished=True))
+    spans.sort(key=lambda s: (s.start_us, s.depth))
+    return spans
