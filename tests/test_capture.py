@@ -227,3 +227,13 @@ def test_cli_run_default_out_and_capture_errors(tmp_path):
     assert bad.returncode == 2
     assert bad.stderr.strip() == "aoti-trace: error: cannot start 'no-such-command-aoti': not an executable file (or not on PATH)"
     assert _cli("run", "--env", "NOEQUALS", "--", "true", cwd=tmp_path).returncode == 2
+
+
+def test_capture_module_imports_only_the_standard_library():
+    # It must run where only python + torch are installed (e.g. a GPU machine without polars/pydantic/click).
+    code = ("import sys, aoti_trace.capture; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'polars', 'pydantic', 'click', 'yaml', 'rich', "
+            "'torch', 'numpy'}))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
