@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import re
 from pathlib import Path
 
 import polars as pl
@@ -472,6 +473,10 @@ def seed_rules(tmp_path):
         for rel in (f"{seed}.yaml", f"guides/{seed}.md"):
             (dst / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src / rel, dst / rel)
+    # The library's seed rules may supersede rules that are not copied here: drop those references.
+    for path in dst.rglob("*.yaml"):
+        text = path.read_text()
+        path.write_text(re.sub(r"(?m)^supersedes:.*\n(?:\s+- .*\n)*", "", text))
     return dst
 
 
