@@ -251,7 +251,8 @@ def _references(analysis: Analysis, f: Finding) -> list[tuple[str, int | None, s
             texts += hits["text"].head(5).to_list()
     for text in texts:
         for m in GENERATED_REF.finditer(text or ""):
-            why = "compiler error" if "error" in text else "log line"
+            why = ("compiler error" if "error:" in text else "C++ exception site" if "Exception raised from" in text
+                   else "C++ stack frame" if text.lstrip().startswith("#") else "named in the log")
             refs.append((m["file"], int(m["line"]), None, why))
     seen, out = set(), []
     for r in refs:  # one excerpt per generated file: the first line that points into it
@@ -261,9 +262,17 @@ def _references(analysis: Analysis, f: Finding) -> list[tuple[str, int | None, s
     return out[:3]
 
 
+FUNC_START = re.compile(r"^\s*(?:def |@triton|extern \"C\"|void |static )")
+
+
 def _excerpt(text: str, line: int, radius: int) -> list[tuple[int, str]]:
+    """Lines around ``line``; starts at the enclosing function header when it is at most 40 lines above."""
     lines = text.split("\n")
     lo, hi = max(1, line - radius), min(len(lines), line + radius)
+    for i in range(line, max(0, line - 40), -1):
+        if i <= len(lines) and FUNC_START.match(lines[i - 1]):
+            lo = min(lo, i)
+            break
     return [(i, lines[i - 1]) for i in range(lo, hi + 1)]
 
 

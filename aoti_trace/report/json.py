@@ -81,3 +81,105 @@ def render_json(analysis: Analysis) -> str:
 
 def render_jsonl(analysis: Analysis) -> str:
     return "".join(json.dumps(f.to_json()) + "\n" for f in analysis.findings)
+
+
+# ------------------------------------------------------------------------------------------- JSON Schema
+def _nullable(t: str | list[str]) -> dict:
+    types = [t] if isinstance(t, str) else list(t)
+    return {"type": [*types, "null"]}
+
+
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+RUN_SCHEMA: dict = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["run_id", "inputs", "command", "exit_code", "signal", "timed_out", "duration_s", "torch_versions",
+                 "compile_devices", "ranks", "compile_sessions", "damage"],
+    "properties": {
+        "run_id": {"type": "string", "description": "the analysed process or capture"},
+        "inputs": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["trace_files", "stderr", "stdout", "manifest", "packages"],
+            "properties": {"trace_files": _STR_LIST, "stderr": _STR_LIST, "stdout": _STR_LIST,
+                           "manifest": _nullable("string"), "packages": _STR_LIST},
+        },
+        "command": {**_nullable("string"), "description": "command line of a captured run"},
+        "exit_code": {**_nullable("integer"), "description": "exit status (negative: killed by that signal)"},
+        "signal": {**_nullable("string"), "description": "SIGSEGV, ... when killed by a signal"},
+        "timed_out": {"type": "boolean"},
+        "duration_s": {**_nullable("number"), "description": "wall time of the captured run"},
+        "torch_versions": _STR_LIST,
+        "compile_devices": {**_STR_LIST, "description": "AOTI_DEVICE_KEY values of the compiles (cpu, cuda, ...)"},
+        "ranks": {"type": "array", "items": {"type": "integer"}},
+        "compile_sessions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": list(SESSION_KEYS),
+                "properties": {
+                    "rank": _nullable("integer"), "session": _nullable("integer"), "kind": _nullable("string"),
+                    "api": _nullable("string"),
+                    "status": {"enum": ["ok", "failed", "incomplete", None]},
+                    "fail_type": _nullable("string"), "duration_s": _nullable("number"),
+                    "user_frame": _nullable("string"), "path": _nullable("string"),
+                },
+            },
+        },
+        "damage": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["path", "lineno", "kind", "count", "detail"],
+                "properties": {"path": _nullable("string"), "lineno": _nullable("integer"), "kind": {"type": "string"},
+                               "count": _nullable("integer"), "detail": _nullable("string")},
+            },
+        },
+    },
+}
+
+
+def finding_schema() -> dict:
+    """JSON Schema of one finding record (``aoti-trace.finding/v1``, one line of ``jsonl``), from the model."""
+    from aoti_trace.findings import Finding
+
+    return Finding.model_json_schema(by_alias=True, mode="serialization")
+
+
+def document_schema() -> dict:
+    """JSON Schema (draft 2020-12) of the ``--format json`` document (``aoti-trace.report/v1``)."""
+    finding = finding_schema()
+    defs = finding.pop("$defs", {})
+    defs["Finding"] = finding
+    defs["Run"] = RUN_SCHEMA
+    counts = {"type": "object", "additionalProperties": False, "required": list(SEVERITIES),
+              "properties": {s: {"type": "integer", "minimum": 0} for s in SEVERITIES}}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://aoti-trace.invalid/schemas/" + DOCUMENT_SCHEMA,
+        "title": "aoti-trace report document",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["schema", "tool", "version", "runs", "findings", "summary"],
+        "properties": {
+            "schema": {"const": DOCUMENT_SCHEMA},
+            "tool": {"const": "aoti-trace"},
+            "version": {"type": "string"},
+            "runs": {"type": "array", "items": {"$ref": "#/$defs/Run"}},
+            "findings": {"type": "array", "items": {"$ref": "#/$defs/Finding"}},
+            "summary": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["counts", "primary", "primary_family"],
+                "properties": {"counts": counts, "primary": _nullable("string"),
+                               "primary_family": _nullable("string")},
+            },
+        },
+        "$defs": defs,
+    }
+
+
+if __name__ == "__main__":  # python -m aoti_trace.report.json: print the document's JSON Schema
+    print(json.dumps(document_schema(), indent=2))
