@@ -35,6 +35,8 @@ PRINTER = "AOT_INDUCTOR_DEBUG_INTERMEDIATE_VALUE_PRINTER"
 FILTER = "AOT_INDUCTOR_FILTERED_KERNELS_TO_PRINT"
 CACHE = "TORCHINDUCTOR_CACHE_DIR"
 
+SUCCEEDED = "the command succeeded: nothing to debug"
+
 # Families that say how a process died, not why.
 CARRIER_FAMILIES = frozenset({"segfault", "log_damage"})
 
@@ -167,6 +169,8 @@ class LadderResult:
         d = self.decisive
         if d is not None:
             lines.append(f"\nStopped at stage {d.stage.id} ({d.stage.name}): {d.primary.title}")  # type: ignore[union-attr]
+        elif self.stages[0].note == SUCCEEDED:
+            lines.append("\nThe command succeeded at the baseline: nothing to debug.")
         else:
             lines.append("\nNo stage gave a definite diagnosis.")
         return "\n".join(lines) + "\n"
@@ -334,7 +338,7 @@ def run_ladder(
             stop = True
         elif stage.id == "1" and res.capture.exit_code == 0 and not res.capture.signal and res.analysis is not None \
                 and not _error_findings(res.analysis):
-            res.note = "the command succeeded: nothing to debug"
+            res.note = SUCCEEDED
             stop = True
     (out / "ladder.json").write_text(json.dumps(ladder.to_json(), indent=2) + "\n", encoding="utf-8")
     return ladder
