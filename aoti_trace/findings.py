@@ -85,6 +85,10 @@ class Finding(BaseModel):
     rule_name: str
     family: Family
     severity: Severity
+    role: Literal["cause", "symptom", "carrier", "noise"] = Field(
+        default="cause", description="cause: the root cause; symptom/carrier/noise never outrank a cause")
+    precision: str = Field(default="high", description="how often the rule is right when it fires")
+    rule_version: int = 1
     title: str
     message: str
     remedy: str

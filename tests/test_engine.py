@@ -290,7 +290,17 @@ def test_evidence_anchor_plus_other_frame(seed_rules):
     assert f.primary and f.family == "dtype_mismatch"
     assert [(e.source, e.line, e.text) for e in f.evidence] == [
         ("lines", 1, DTYPE_ERR), ("exceptions", 2, "RuntimeError: " + DTYPE_MSG)]
-    assert f.rerun == "AOTI_RUNTIME_CHECK_INPUTS=1 TORCH_TRACE=./torch_trace <your command>"
+    # a run-time failure: TORCH_TRACE would record nothing, so it is not suggested
+    assert f.rerun == "AOTI_RUNTIME_CHECK_INPUTS=1 <your command>"
+
+
+def test_rerun_adds_torch_trace_for_a_compile_failure_without_trace(seed_rules):
+    rs = load_rules(seed_rules)
+    real = json.loads((DATA / "cpp_march_bogus.compile.json").read_text())
+    fr = frames(compiles=[{"status": "failed", "fail_type": real["fail_type"], "fail_reason": real["fail_reason"]}],
+                process=[{"command": "python3 cpp_march_bogus.py", "exit_code": 1}])
+    (f,) = evaluate(rs, fr)
+    assert f.rerun == "TORCH_LOGS=+inductor TORCH_TRACE=./torch_trace python3 cpp_march_bogus.py"
 
 
 def test_compile_fail_reason_evidence_is_the_matching_line(seed_rules):

@@ -23,6 +23,10 @@ from aoti_trace.frames import Frames
 MAX_EVIDENCE = 3
 UNKNOWN = "<unknown>"
 TRACE_DIR = "./torch_trace"
+# Families whose evidence is written at compile/export time: TORCH_TRACE records them (load and run write nothing).
+COMPILE_FAMILIES = frozenset({
+    "cpp_compile_error", "lowering_error", "export_error", "autotune_error", "dynamic_shape_violation", "log_damage",
+})
 
 
 def evaluate(rules: RuleSet | Iterable[Rule], frames: Frames) -> list[Finding]:
@@ -146,6 +150,9 @@ def _finding(
         rule_name=rule.name,
         family=rule.family,
         severity=rule.severity,
+        role=rule.role,
+        precision=rule.precision,
+        rule_version=rule.version,
         title=rule.title,
         message=render(rule.message, fields),
         remedy=render(rule.remedy, fields).strip(),
@@ -156,7 +163,7 @@ def _finding(
         fingerprint=fingerprint(rule.id, fields),
     )
     finding = enrich(finding, frames)
-    finding = finding.model_copy(update={"rerun": rerun_command(finding.env_flags, frames, run_id)})
+    finding = finding.model_copy(update={"rerun": rerun_command(finding.env_flags, frames, run_id, finding.family)})
     position = (row.get("lineno") if isinstance(row.get("lineno"), int) else None, row.get(C.ROW, 0))
     return Ranked(finding, rule, position)
 
@@ -275,10 +282,11 @@ def fingerprint(rule_id: str, fields: dict[str, str]) -> str:
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
-def rerun_command(env_flags: dict[str, str], frames: Frames, run_id: str) -> str | None:
-    """``VAR=value ... <original command>``; adds TORCH_TRACE when the run had no trace. None if nothing to add."""
+def rerun_command(env_flags: dict[str, str], frames: Frames, run_id: str, family: str) -> str | None:
+    """``VAR=value ... <original command>``; adds TORCH_TRACE when a compile-time failure has no trace (load and
+    run never write one). None if nothing to add."""
     env = dict(env_flags)
-    if not C.has_rows(frames, "events", run_id):
+    if family in COMPILE_FAMILIES and not C.has_rows(frames, "events", run_id):
         env.setdefault("TORCH_TRACE", TRACE_DIR)
     if not env:
         return None
