@@ -12,13 +12,18 @@ Registered:
   environment (``process.env``) the reported location is possibly misplaced.
 * ``segfault`` -> :func:`crash_phase`: where did it happen (``faults.phase``, else the compile status).
 
-Still to add when CUDA fixtures land: a ``triton_index_oob`` reasoner that maps a device assert's
-``kernel_file``/``kernel_line`` to the kernel name and its source nodes via the wrapper code in the trace
-(``artifacts``) or the package (``package`` frame).
+* ``triton_index_oob`` -> :func:`oob_kernel`: maps the device assert (``device_asserts``) to its kernel, launch
+  site, source nodes / ATen ops, and the model inputs that define the bound and feed the index, by reading the
+  generated wrapper code from the trace (``artifacts`` -> ``read_payload``) or, failing that, from the package
+  (the ``package`` frame's wrapper entry); see :mod:`aoti_trace.engine.kernel_lookup`.
+* ``illegal_memory_access``, ``triton_index_oob``, ``nan_assert`` -> :func:`printer_kernel`: when the run printed
+  the AOTI intermediate value printer's output, names the last kernel launched without an ``after_launch`` (the
+  crash site) and the inputs whose statistics are suspicious (NaN/Inf, or a max far above the others).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 from aoti_trace.engine import compile as C
@@ -110,3 +115,97 @@ def crash_phase(finding: Finding, frames: Frames) -> Finding:
         note=f"during {phase}" if phase else None,
         evidence=evidence,
     )
+
+
+# ------------------------------------------------------------------------------------------- kernel lookup
+
+
+def wrapper_sources(frames: Frames, run_id: str) -> list[tuple[str, str, str]]:
+    """Generated wrapper code of a run as ``(text, path, source)``: the trace's graph dumps, else its packages."""
+    from aoti_trace.ingest.trace import read_payload
+
+    out = []
+    for row in C.run_rows(frames, "artifacts", run_id, ["name", "path", "payload_offset", "payload_length"]):
+        if row["name"] == "inductor_aot_wrapper_code" and row["payload_offset"] is not None:
+            try:
+                out.append((read_payload(row["path"], row["payload_offset"], row["payload_length"]),
+                            row["path"], "artifacts"))
+            except OSError:
+                continue
+    if out:
+        return out
+    entries = {(r["path"], r["entry"]) for r in C.run_rows(frames, "package", run_id, ["key", "path", "entry"])
+               if r["key"] == "kernel" and (r["entry"] or "").endswith(".cpp")}
+    for path, entry in sorted(entries):
+        from aoti_trace.errors import PackageError
+        from aoti_trace.ingest.pt2_archive import open_archive
+
+        try:
+            with open_archive(Path(path)) as archive:
+                out.append((archive.read_text(entry), f"{path}:{entry}", "package"))
+        except (PackageError, KeyError, OSError):
+            continue
+    return out
+
+
+@reasoner("triton_index_oob")
+def oob_kernel(finding: Finding, frames: Frames) -> Finding:
+    """Kernel, launch site and model inputs behind a Triton device assert."""
+    from aoti_trace.engine.kernel_lookup import describe, find_kernel
+
+    asserts = C.run_rows(frames, "device_asserts", finding.run_id, ["assertion", "kernel_line"])
+    asserts = [a for a in asserts if a.get("assertion")]
+    if not asserts:
+        return finding
+    sources = wrapper_sources(frames, finding.run_id)
+    for text, where, source in sources:
+        match = find_kernel(text, asserts[0]["assertion"], asserts[0].get("kernel_line"))
+        if match is None:
+            continue
+        fields = {"kernel": match.kernel, "kernel_source": source}
+        optional = {
+            "bound_param": match.bound_param, "bound_symbol": match.bound_symbol,
+            "bound_input": match.bound_input, "bound_dim": match.bound_dim, "source_nodes": match.source_nodes,
+            "aten_ops": match.aten_ops, "index_inputs": ",".join(map(str, match.index_inputs)) or None,
+        }
+        fields.update({k: str(v) for k, v in optional.items() if v is not None})
+        evidence = [Evidence(source=source, path=where, line=None, text=match.launch)] if match.launch else []
+        return _add(finding, fields=fields, note=describe(match), evidence=evidence)
+    return finding
+
+
+# ------------------------------------------------------------------------------------------- printer
+
+
+@reasoner("illegal_memory_access", "triton_index_oob", "nan_assert")
+def printer_kernel(finding: Finding, frames: Frames) -> Finding:
+    """The crash site and suspicious inputs from the intermediate value printer, when the run printed it."""
+    rows = C.run_rows(frames, "printer", finding.run_id,
+                      ["path", "lineno", "event", "kernel", "arg", "min", "max", "mean", "suspicious", "launched_last"])
+    if not rows:
+        return finding
+    last = [r for r in rows if r.get("launched_last")]
+    stats = [r for r in rows if r.get("arg") and r.get("max") is not None]
+    fields: dict[str, str] = {}
+    evidence: list[Evidence] = []
+    notes = []
+    if last:
+        k = last[-1]
+        fields["crash_kernel"] = k["kernel"]
+        notes.append(f"last kernel launched: {k['kernel']}")
+        evidence.append(Evidence(source="printer", path=k["path"], line=k["lineno"],
+                                 text=f"{k['event']}: {k['kernel']} (no after_launch)"))
+    # Suspicious inputs: NaN/Inf, or a max at least 1e6 times the median max of the printed tensors.
+    maxima = sorted(abs(r["max"]) for r in stats)
+    median = maxima[len(maxima) // 2] if maxima else 0.0
+    odd = [r for r in stats if r.get("suspicious") or (median and abs(r["max"]) >= 1e6 * max(median, 1.0))]
+    if odd:
+        r = odd[0]
+        owner = f"input {r['arg']} of {r['kernel']}" if r.get("kernel") else f"model input {r['arg']}"
+        fields["suspicious_input"] = f"{r['kernel']}:{r['arg']}" if r.get("kernel") else r["arg"]
+        notes.append(f"suspicious {owner} (min {r['min']:g}, max {r['max']:g})")
+        evidence.append(Evidence(source="printer", path=r["path"], line=r["lineno"],
+                                 text=f"{owner}: min {r['min']:g} max {r['max']:g} mean {r['mean']:g}"))
+    if not fields:
+        return finding
+    return _add(finding, fields=fields, note="; ".join(notes), evidence=evidence)

@@ -1,0 +1,65 @@
+"""Cross-source reasoning on real CUDA captures: kernel lookup for a Triton device assert, printer crash site."""
+
+from pathlib import Path
+
+import polars as pl
+
+from aoti_trace.analysis import analyze
+from aoti_trace.engine.kernel_lookup import find_kernel
+from aoti_trace.ingest.trace import read_payload, read_trace
+
+CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
+
+
+def wrapper_of(case: str) -> str:
+    frames = read_trace(sorted((CASES / case / "trace").glob("*.log")), case)
+    row = frames["artifacts"].filter(pl.col("name") == "inductor_aot_wrapper_code").row(0, named=True)
+    return read_payload(row["path"], row["payload_offset"], row["payload_length"])
+
+
+def test_kernel_lookup_maps_assert_to_kernel_launch_and_inputs():
+    # repro: forward(table, idx) -> proj(table[idx] * 2.0), table rows dynamic; the assert is in the gather kernel
+    m = find_kernel(wrapper_of("cuda_triton_index_oob"), "index out of bounds: 0 <= tmp4 < ks0", 33)
+    assert m is not None and m.kernel == "triton_poi_fused_index_mul_0"
+    assert (m.bound_param, m.bound_symbol) == ("ks0", "s70")
+    assert (m.bound_input, m.bound_dim, m.bound_input_name) == (0, 0, "arg2_1")  # table.size(0)
+    assert m.index_inputs == [1]  # idx
+    assert (m.source_nodes, m.aten_ops) == ("index, mul", "aten.index, aten.mul")
+
+
+def test_kernel_lookup_unknown_assertion():
+    assert find_kernel(wrapper_of("cuda_triton_index_oob"), "index out of bounds: 0 <= tmp99 < ks7") is None
+
+
+def test_triton_oob_finding_names_kernel_and_inputs():
+    primary = analyze([CASES / "cuda_triton_index_oob"]).primary
+    assert primary.family == "triton_index_oob"
+    assert primary.fields["kernel"] == "triton_poi_fused_index_mul_0"
+    assert primary.fields["bound_input"] == "0" and primary.fields["index_inputs"] == "1"
+    assert "size(0) of input 0" in primary.message
+    assert any(e.text.startswith("call_triton_poi_fused_index_mul_0(") for e in primary.evidence)
+
+
+def test_triton_oob_kernel_from_package_when_trace_is_absent(tmp_path):
+    case = CASES / "cuda_triton_index_oob"
+    for name in ("stderr.txt", "stdout.txt", "manifest.json", "model.pt2"):
+        (tmp_path / name).write_bytes((case / name).read_bytes())  # the same real capture, without its trace
+    primary = analyze([tmp_path]).primary
+    assert primary.fields["kernel"] == "triton_poi_fused_index_mul_0"
+    assert primary.fields["kernel_source"] == "package"
+
+
+def test_printer_names_crash_kernel_and_suspicious_input():
+    primary = analyze([CASES / "cuda_printer_level2"]).primary
+    assert primary.family == "illegal_memory_access"
+    assert primary.fields["crash_kernel"] == "triton_poi_fused_index_mul_0"
+    assert primary.fields["suspicious_input"] == "arg3_1"  # the index tensor holding 1e11
+    assert any(e.source == "printer" for e in primary.evidence)
+
+
+def test_ima_without_launch_blocking_is_flagged_misplaced():
+    plain = analyze([CASES / "cuda_illegal_memory_access"]).primary
+    blocking = analyze([CASES / "cuda_illegal_memory_access_blocking"]).primary
+    assert plain.fields["launch_blocking"] == "unset" and "possibly misplaced" in plain.message
+    assert "CUDA_LAUNCH_BLOCKING=1" in plain.rerun
+    assert "possibly misplaced" not in blocking.message
