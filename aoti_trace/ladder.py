@@ -194,7 +194,9 @@ def is_definite(finding: Finding | None, stage_env: dict[str, str]) -> bool:
     * it exists and has severity ``error``;
     * its family is not a carrier (``segfault``, ``log_damage``: how the process died, not why), and its rule is not
       a generic carrier rule (id ``AOTI-Z...``, or ``generic``/``carrier`` in its name);
-    * it is not ``illegal_memory_access`` reported without ``CUDA_LAUNCH_BLOCKING=1`` (the site is asynchronous);
+    * it is not ``illegal_memory_access`` reported without ``CUDA_LAUNCH_BLOCKING=1`` (the site is asynchronous),
+      nor one whose faulting kernel is not named yet (the intermediate value printer of stage 4 names it:
+      the ``crash_kernel`` field);
     * every ladder variable (:data:`LADDER_VARS`) the finding asks to rerun with (``env_flags``) is already set in
       this stage: a finding that says "rerun with AOTI_RUNTIME_CHECK_INPUTS=1" reports a symptom, and a later stage
       does just that. Flags the ladder never sets do not hold it back.
@@ -214,6 +216,8 @@ def not_definite_because(finding: Finding | None, stage_env: dict[str, str]) -> 
         return "generic carrier"
     if finding.family == "illegal_memory_access" and stage_env.get("CUDA_LAUNCH_BLOCKING") != "1":
         return "reported asynchronously (no CUDA_LAUNCH_BLOCKING=1)"
+    if finding.family == "illegal_memory_access" and "crash_kernel" not in finding.fields:
+        return "faulting kernel not named yet"
     missing = [f"{k}={v}" for k, v in finding.env_flags.items() if k in LADDER_VARS and stage_env.get(k) != v]
     if missing:
         return "asks for " + " ".join(missing)

@@ -128,7 +128,10 @@ def test_is_definite():
     assert is_definite(symptom, {"AOTI_RUNTIME_CHECK_INPUTS": "1"})
     ima = _finding(family="illegal_memory_access")
     assert not is_definite(ima, {})
-    assert is_definite(ima, {"CUDA_LAUNCH_BLOCKING": "1"})
+    assert not_definite_because(ima, {"CUDA_LAUNCH_BLOCKING": "1"}) == "faulting kernel not named yet"
+    named = _finding(family="illegal_memory_access", fields={"crash_kernel": "triton_poi_fused_index_mul_0"})
+    assert not is_definite(named, {})
+    assert is_definite(named, {"CUDA_LAUNCH_BLOCKING": "1"})
 
 
 def test_last_launched_kernel_is_the_unfinished_launch():
