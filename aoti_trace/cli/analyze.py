@@ -48,9 +48,9 @@ def summary_line(analysis) -> str:
     return f"aoti-trace: {counts}" + (f"; primary: {primary.rule_id} {primary.rule_name}" if primary else "")
 
 
-def write_output(text: str, output: Path | None) -> None:
-    if output is None:
-        click.echo(text, nl=not text.endswith("\n"))
+def write_output(text: str, output: Path | None, color: bool = False) -> None:
+    if output is None:  # click strips ANSI codes when stdout is not a terminal unless told otherwise
+        click.echo(text, nl=not text.endswith("\n"), color=True if color else None)
         return
     try:
         output.write_text(text, encoding="utf-8")
@@ -84,8 +84,9 @@ def analyze_cmd(ctx: click.Context, paths, stderr, stdout, exit_code, rules_path
         raise click.UsageError("give at least one PATH, or --stderr FILE|-")
     with progress("aoti-trace: parsing logs and evaluating rules..."):
         analysis = analyze(list(paths), stderr=stderr, stdout=stdout, exit_code=exit_code, rules_path=rules_path)
-    write_output(render(analysis, fmt, color=use_color(color, output),
-                        source_root=source_root if source_root is not None else Path.cwd()), output)
+    colored = fmt == "text" and use_color(color, output)
+    write_output(render(analysis, fmt, color=colored,
+                        source_root=source_root if source_root is not None else Path.cwd()), output, colored)
     if html_path is not None:
         write_output(render(analysis, "html"), html_path)
     if fmt != "text" or output is not None:  # the report went elsewhere: a one-line summary for the person / CI log

@@ -27,7 +27,8 @@ def _cell(text: str) -> str:
     text = " ".join((text or "").split())
     if len(text) > MAX_CELL:
         text = text[: MAX_CELL - 1] + "…"
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("\\", "\\\\").replace("|", "\\|")
 
 
 def _code(text: str, table: bool = False) -> str:
