@@ -392,3 +392,20 @@ def test_sample_report_is_from_a_real_fixture():
     a = case(name)
     assert html.escape(a.primary.title) in sample and a.primary.rule_id in sample
     assert f"runs: {name}" in sample
+
+
+@pytest.mark.parametrize("trace", ["fixtures/damaged/gz", "fixtures/cases/two_rank", "fixtures/damaged/truncated_payload"])
+def test_timeline_payload_reader_matches_read_payload(trace):
+    """The one-handle reader used for timelines (cheap on .gz) returns exactly what read_payload returns."""
+    from aoti_trace.report.common import _payloads, timelines
+
+    a = analyze([REPO / trace])
+    ev = a.frames["events"].filter(pl.col("event") == "chromium_event")
+    assert ev.height
+    for path in ev["path"].unique().to_list():
+        rows = ev.filter(pl.col("path") == path).rows(named=True)
+        got = _payloads(path, rows)
+        assert len(got) == len(rows)
+        for row, text in got:
+            assert text == read_payload(row["path"], row["payload_offset"], row["payload_length"])
+    assert timelines(a)

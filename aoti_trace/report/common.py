@@ -395,29 +395,50 @@ class Timeline:
         return max(s.end_us for s in self.spans)
 
 
+def _payloads(path: str, rows: list[dict]) -> list[tuple[dict, str]]:
+    """Payload texts of ``rows`` of one trace file, read with one open handle in file order (a ``.gz`` file is
+    decompressed once, front to back, instead of once per payload as :func:`read_payload` would)."""
+    import gzip
+
+    out = []
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:  # type: ignore[operator]
+            for row in sorted(rows, key=lambda r: r["payload_offset"]):
+                fh.seek(row["payload_offset"])
+                block = fh.read(row["payload_length"]).replace(b"\r\n", b"\n").rstrip(b"\n")
+                text = b"\n".join(ln[1:] if ln.startswith(b"\t") else ln for ln in block.split(b"\n"))
+                out.append((row, text.decode("utf-8", errors="replace")))
+    except (OSError, EOFError, ValueError):
+        pass  # a damaged file: the rows read so far still count
+    return out
+
+
 def timelines(analysis: Analysis, max_events: int = MAX_CHROMIUM_EVENTS) -> list[Timeline]:
     """Compile-phase spans per (run, trace file, session), from ``chromium_event`` records (payloads read lazily)."""
-    from aoti_trace.ingest.trace import read_payload
-
     ev = analysis.frames["events"]
     if ev.height == 0:
         return []
-    ev = ev.filter((pl.col("event") == "chromium_event") & pl.col("payload_offset").is_not_null())
+    ev = ev.filter((pl.col("event") == "chromium_event") & pl.col("payload_offset").is_not_null()
+                   & pl.col("payload_length").is_not_null())
     out: list[Timeline] = []
     for run_id in ev["run_id"].unique(maintain_order=True).to_list():
         rows = ev.filter(pl.col("run_id") == run_id)
         truncated = rows.height > max_events
-        groups: dict[tuple, list[dict]] = {}
-        for row in rows.head(max_events).iter_rows(named=True):
-            try:
-                d = json.loads(read_payload(row["path"], row["payload_offset"], row["payload_length"]))
-            except (OSError, ValueError):
-                continue
-            if not isinstance(d, dict) or not isinstance(d.get("ts"), (int, float)) or not d.get("name"):
-                continue
-            groups.setdefault((row["path"], row["rank"], row["session"]), []).append(d)
+        rows = rows.head(max_events)
+        groups: dict[tuple, list[tuple[int, dict]]] = {}
+        for path in rows["path"].unique(maintain_order=True).to_list():
+            file_rows = rows.filter(pl.col("path") == path).rows(named=True)
+            for row, text in _payloads(path, file_rows):
+                try:
+                    d = json.loads(text)
+                except ValueError:
+                    continue
+                if not isinstance(d, dict) or not isinstance(d.get("ts"), (int, float)) or not d.get("name"):
+                    continue
+                groups.setdefault((path, row["rank"], row["session"]), []).append((row["lineno"], d))
         for (path, rank, session), events in groups.items():
-            spans = _spans(events)
+            spans = _spans([d for _, d in sorted(events, key=lambda e: e[0])])
             if spans:
                 out.append(Timeline(run_id, path, rank, session, spans, truncated))
     return out
