@@ -338,8 +338,8 @@ def run_ladder(
             kernel = res.kernel = _kernel_from(res)
         res.definite = is_definite(res.primary, {**res.capture.env})
         say(f"stage {stage.id}: {res.outcome()}: {res.showed()}")
-        if res.definite:
-            stop = True
+        if res.definite and not (stage.id == "4a" and kernel):
+            stop = True  # (4a that named a kernel goes on to 4b, which prints that kernel's inputs)
         elif stage.id == "1" and res.capture.exit_code == 0 and not res.capture.signal and res.analysis is not None \
                 and not _error_findings(res.analysis):
             res.note = SUCCEEDED
