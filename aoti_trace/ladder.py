@@ -1,17 +1,19 @@
 """The debugging ladder: the AOTI debugging guide's procedure (aoti-signatures.md section 5), automated.
 
-Each stage reruns the command as a fresh capture under ``<out>/stage-<id>-<name>/`` with more debug variables:
+Each stage reruns the command as a fresh capture under ``<out>/stage-<id>-<name>/`` with more debug variables.
+Flags accumulate: a stage keeps the flags of the stages before it (the printer variables excepted), so the checks
+of stage 2 stay on while stage 3 makes errors synchronous and stage 4 prints kernels.
 
 ====  ==================  ==============================================================================
 1     baseline            nothing extra (the capture defaults only)
 2     sanity-checks       ``AOTI_RUNTIME_CHECK_INPUTS=1`` ``TORCHINDUCTOR_NAN_ASSERTS=1`` (compile-time: fresh cache)
-3     deterministic       CUDA only: ``PYTORCH_NO_CUDA_MEMORY_CACHING=1`` ``CUDA_LAUNCH_BLOCKING=1``
+3     deterministic       CUDA only: ``PYTORCH_NO_CUDA_MEMORY_CACHING=1`` ``CUDA_LAUNCH_BLOCKING=1`` (fresh cache)
 4a    kernel-names        ``AOT_INDUCTOR_DEBUG_INTERMEDIATE_VALUE_PRINTER=3`` (fresh cache): the last kernel launched
 4b    kernel-inputs       ``...PRINTER=2`` ``AOT_INDUCTOR_FILTERED_KERNELS_TO_PRINT=<that kernel>``: its inputs
 ====  ==================  ==============================================================================
 
 The ladder stops at the first stage whose analysis is *definite* (:func:`is_definite`), or after stage 1 when
-the command succeeded with no error finding. It writes ``<out>/ladder.json``; :meth:`LadderResult.table` is the
+the command succeeded with no error finding; a stage 4a that named a kernel always goes on to 4b. It writes ``<out>/ladder.json``; :meth:`LadderResult.table` is the
 summary table.
 """
 
@@ -59,7 +61,8 @@ class Stage:
 STAGES: tuple[Stage, ...] = (
     Stage("1", "baseline", {}),
     Stage("2", "sanity-checks", {"AOTI_RUNTIME_CHECK_INPUTS": "1", "TORCHINDUCTOR_NAN_ASSERTS": "1"}, fresh_cache=True),
-    Stage("3", "deterministic", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "CUDA_LAUNCH_BLOCKING": "1"}, cuda_only=True),
+    Stage("3", "deterministic", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "CUDA_LAUNCH_BLOCKING": "1"}, fresh_cache=True,
+          cuda_only=True),
     Stage("4a", "kernel-names", {PRINTER: "3"}, fresh_cache=True),
     Stage("4b", "kernel-inputs", {PRINTER: "2"}, fresh_cache=True),  # + FILTER=<kernel found by 4a>
 )
@@ -153,15 +156,22 @@ class LadderResult:
 
     @property
     def reported(self) -> StageResult:
-        """The stage to report: the decisive one, else the baseline."""
-        return self.decisive or self.stages[0]
+        """The stage to report: the decisive one, else the last stage that ran (it carries the most flags)."""
+        ran = [s for s in self.stages if s.capture is not None and s.analysis is not None]
+        return self.decisive or (ran[-1] if ran else self.stages[0])
 
     def table(self) -> str:
         rows = [("stage", "flags", "outcome", "what it showed")]
+        before: dict[str, str] = {}  # the flags of the previous stage that ran: show only what a stage adds
         for s in self.stages:
-            flags = " ".join(f"{k}={v}" for k, v in s.env.items()) or "-"
+            added = {k: v for k, v in s.env.items() if before.get(k) != v}
+            flags = " ".join(f"{k}={v}" for k, v in added.items()) or "-"
             if s.stage.fresh_cache and not s.skipped:
                 flags += " (fresh cache)"
+            if not s.skipped and len(added) < len(s.env):
+                flags += " + earlier flags"
+            if not s.skipped:
+                before = s.env
             rows.append((s.stage.dirname.removeprefix("stage-"), flags, s.outcome(), s.showed()))
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
@@ -302,8 +312,9 @@ def run_ladder(
     cuda: bool | None = None
     kernel: str | None = None
     stop = False
+    carried: dict[str, str] = {}  # flags of the stages before: the ladder escalates, it never drops a check
     for stage in STAGES:
-        env = dict(stage.env)
+        env = {**carried, **stage.env}
         res = StageResult(stage=stage, env=env)
         ladder.stages.append(res)
         if stop:
@@ -327,6 +338,7 @@ def run_ladder(
             run_env[CACHE] = str((stage_dir / "inductor-cache").absolute())
         say(f"stage {stage.id} ({stage.name}): {' '.join(f'{k}={v}' for k, v in env.items()) or 'no extra flags'}")
         res.capture = capture(cmd, stage_dir, logs=logs, extra_env=run_env, timeout=timeout, echo=echo, cwd=cwd)
+        carried.update({k: v for k, v in env.items() if k not in (PRINTER, FILTER)})
         try:
             res.analysis, res.analysis_error = analyze_capture(stage_dir, rules_path)
         except Exception as exc:  # noqa: BLE001 - keep the remaining stages; the CLI reports it as a bug

@@ -85,11 +85,14 @@ def test_ladder_walks_every_stage_when_nothing_is_definite_and_skips_cuda_stages
     result = run_ladder(cmd, out, echo=False, rules_path=RULES)
     by_id = {s.stage.id: s for s in result.stages}
 
-    assert result.decisive is None and result.reported is by_id["1"]
+    assert result.decisive is None and result.reported is by_id["4a"]  # the last stage that ran
     for sid in ("1", "2", "4a"):
         assert by_id[sid].outcome() == "SIGSEGV" and not by_id[sid].definite
         assert "Fatal Python error: Segmentation fault" in (out / by_id[sid].stage.dirname / "stderr.txt").read_text()
     assert by_id["4a"].kernel is None
+    # flags accumulate: stage 4a still has stage 2's checks on
+    assert by_id["4a"].capture.env.get("AOTI_RUNTIME_CHECK_INPUTS") == "1"
+    assert by_id["4a"].capture.env.get("AOT_INDUCTOR_DEBUG_INTERMEDIATE_VALUE_PRINTER") == "3"
     assert by_id["4b"].skipped and "printed no unfinished kernel launch" in by_id["4b"].note
     env = by_id["1"].capture.environment
     if not (env.get("cuda_available") or env.get("gpus")):
@@ -98,7 +101,9 @@ def test_ladder_walks_every_stage_when_nothing_is_definite_and_skips_cuda_stages
     table = result.table()
     assert "No stage gave a definite diagnosis." in table
     row4a = next(line for line in table.splitlines() if line.startswith("4a-kernel-names "))
-    assert row4a.split()[1:5] == ["AOT_INDUCTOR_DEBUG_INTERMEDIATE_VALUE_PRINTER=3", "(fresh", "cache)", "SIGSEGV"]
+    assert row4a.split()[1:7] == ["AOT_INDUCTOR_DEBUG_INTERMEDIATE_VALUE_PRINTER=3", "(fresh", "cache)", "+", "earlier",
+                                  "flags"]
+    assert row4a.split()[7] == "SIGSEGV"
     assert json.loads((out / "ladder.json").read_text())["stopped_at"] is None
 
 

@@ -98,10 +98,10 @@ def ladder_cmd(ctx: click.Context, out, logs, check_inputs, timeout, env, fmt, r
     """Run the AOTI debugging guide's procedure on CMD, one fresh capture per stage, until one gives a diagnosis.
 
     \b
-    Stages (each under <out>/stage-<id>-<name>/):
+    Stages (each under <out>/stage-<id>-<name>/; each keeps the flags of the ones before):
       1  baseline
       2  AOTI_RUNTIME_CHECK_INPUTS=1 TORCHINDUCTOR_NAN_ASSERTS=1 (fresh inductor cache)
-      3  PYTORCH_NO_CUDA_MEMORY_CACHING=1 CUDA_LAUNCH_BLOCKING=1 (CUDA only)
+      3  PYTORCH_NO_CUDA_MEMORY_CACHING=1 CUDA_LAUNCH_BLOCKING=1 (CUDA only, fresh cache)
       4a AOT_INDUCTOR_DEBUG_INTERMEDIATE_VALUE_PRINTER=3: the last kernel launched
       4b ...PRINTER=2 AOT_INDUCTOR_FILTERED_KERNELS_TO_PRINT=<that kernel>: its inputs
     Ends with a table and <out>/ladder.json. Same as `aoti-trace run --ladder`.
