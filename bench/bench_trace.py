@@ -1,6 +1,6 @@
 """Benchmark: aoti-trace's read_trace against tlparse on large valid TORCH_TRACE logs (not a test).
 
-    python3 bench/bench_trace.py [--sizes 100,1000] [--repeat 2] [--skip-tlparse]
+    python3 bench/bench_trace.py [--sizes 100,1000] [--repeat 3] [--skip-tlparse]
 
 1. Builds ``bench/data/trace_<N>MB/dedicated_log_torch_trace_bench.log`` (git-ignored) by replicating the records of
    the real fixture traces (fixtures/cases/*/trace, fixtures/traces/*/trace) round-robin (trace-format.md §10.1):
@@ -11,7 +11,10 @@
    ``read_trace`` (default mode, i.e. the cheap MD5 check above 64 MB), ``read_trace(verify=True)`` (every payload
    MD5 + header JSON) on the 100 MB log only, and ``tlparse --no-browser --overwrite -o DIR`` (output dir removed
    before timing).
-3. Prints a markdown table with machine facts and load average, to paste into bench/RESULTS.md.
+   Each variant runs ``--repeat`` times (the machine is shared: the 1-minute load average is recorded before every
+   run); user + system CPU seconds of the child are recorded too (less sensitive to load than wall time).
+3. Prints every run, then a markdown table of the best run (lowest wall time) per variant, with machine facts and
+   load averages, to paste into bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -99,8 +102,8 @@ def build_log(target_mb: int) -> Path:
     return out
 
 
-def run_timed(cmd: list[str]) -> tuple[float, float, int]:
-    """(wall s, peak RSS MB, exit code) of one child process."""
+def run_timed(cmd: list[str]) -> tuple[float, float, int, float]:
+    """(wall s, peak RSS MB, exit code, user + system CPU s) of one child process."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -108,7 +111,7 @@ def run_timed(cmd: list[str]) -> tuple[float, float, int]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
         sys.stderr.write(proc.stderr.read().decode(errors="replace")[-2000:])
-    return wall, usage.ru_maxrss / 1024, proc.returncode
+    return wall, usage.ru_maxrss / 1024, proc.returncode, usage.ru_utime + usage.ru_stime
 
 
 def aoti_cmd(log: Path, verify: str) -> list[str]:
@@ -132,7 +135,7 @@ def machine() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="100,1000")
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-tlparse", action="store_true")
     args = ap.parse_args()
     rows = []
@@ -149,16 +152,25 @@ def main() -> None:
             for _ in range(args.repeat):
                 shutil.rmtree(DATA / "tl_out", ignore_errors=True)
                 load = os.getloadavg()[0]
-                wall, rss, rc = run_timed(cmd)
-                rows.append((name, size_mb, wall, size_mb / wall, rss, load, rc))
+                wall, rss, rc, cpu = run_timed(cmd)
+                rows.append((name, size_mb, wall, size_mb / wall, rss, load, rc, cpu))
                 print(f"{name:38} {size_mb:8.1f} MB {wall:7.2f} s {size_mb / wall:7.1f} MB/s {rss:7.0f} MB "
-                      f"load {load:.2f} rc {rc}", flush=True)
+                      f"cpu {cpu:6.2f} s load {load:.2f} rc {rc}", flush=True)
         shutil.rmtree(DATA / "tl_out", ignore_errors=True)
     print(f"\n{dt.datetime.now().isoformat(timespec='minutes')}; {machine()}\n")
-    print("| tool | log MB | wall s | MB/s | peak RSS MB | load avg (1 min) before | exit |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for name, size_mb, wall, rate, rss, load, rc in rows:
-        print(f"| {name} | {size_mb:.1f} | {wall:.2f} | {rate:.1f} | {rss:.0f} | {load:.2f} | {rc} |")
+    print(f"best of {args.repeat} (lowest wall time); all runs: wall range, peak RSS range, load range\n")
+    print("| tool | log MB | wall s (best) | MB/s (best) | CPU s (best run) | peak RSS MB (best run; max) | "
+          "load avg 1 min (best run; range) | all walls s | exit |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    groups: dict[tuple, list] = {}
+    for row in rows:
+        groups.setdefault((row[0], row[1]), []).append(row)
+    for (name, size_mb), runs in groups.items():
+        best = min(runs, key=lambda r: r[2])
+        loads = [r[5] for r in runs]
+        print(f"| {name} | {size_mb:.1f} | {best[2]:.2f} | {best[3]:.1f} | {best[7]:.2f} | {best[4]:.0f}; "
+              f"{max(r[4] for r in runs):.0f} | {best[5]:.2f}; {min(loads):.2f}-{max(loads):.2f} | "
+              f"{', '.join(f'{r[2]:.2f}' for r in runs)} | {max(r[6] for r in runs)} |")
 
 
 if __name__ == "__main__":

@@ -10,12 +10,14 @@ Public API::
 How a file is read (see trace-format.md §11 and :mod:`aoti_trace.ingest.trace_index`):
 
 * The file is indexed once, by a Polars streaming query (or a byte-exact Python scanner for CRLF, invalid UTF-8
-  and ``\\x01`` bytes). Only headers are kept; payloads stay on disk as ``(payload_offset, payload_length)`` and are
-  read on demand with :func:`read_payload`, which strips exactly one leading TAB per line.
+  and ``\\x01`` bytes). Only small header columns are kept (no header text: a 64-bit hash stands for the stack);
+  payloads stay on disk as ``(payload_offset, payload_length)`` and are read on demand with :func:`read_payload`,
+  which strips exactly one leading TAB per line. The header lines that are JSON-decoded are re-read by byte range.
 * ``.log.gz`` files are decompressed (streaming) to a temporary file that is indexed and then deleted; their
   payload offsets refer to the decompressed stream and :func:`read_payload` re-reads the ``.gz`` (a gzip seek is a
   decompression from the start: fine for the few payloads a rule reads).
-* Only the JSON of ``str`` and ``compilation_metrics`` headers and of the ``stack`` lists is decoded (tolerantly);
+* Only the JSON of ``str`` and ``compilation_metrics`` headers and of the distinct ``stack`` lists is decoded
+  (tolerantly; one stack text per distinct hash, one ``inductor_config`` decode per distinct config string);
   every other field comes from anchored regexes over the header line. Context keys (``rank``, compile ids,
   ``has_payload``) are matched at the end of the line, i.e. the last occurrence wins.
 * ``md5_ok``: payload MD5 against ``has_payload``. Checking every payload costs a second read of the payload bytes
@@ -52,7 +54,7 @@ import polars as pl
 
 from aoti_trace.frames import Frames
 from aoti_trace.ingest import trace_meta as meta
-from aoti_trace.ingest.trace_index import index_file
+from aoti_trace.ingest.trace_index import STACK_SEP, header_text, index_file
 
 THOROUGH_LIMIT = 64 * 1024 * 1024  # bytes: full MD5 + JSON checks below this file size when verify=None
 RANK_FILE_RE = re.compile(r"rank_(\d+)_")
@@ -135,8 +137,9 @@ def _read_file(path: Path, run_id: str, verify: bool | None, frames: Frames) -> 
             fh.seek(max(0, size - 1))
             ends_with_newline = fh.read(1) == b"\n"
         file_rank = RANK_FILE_RE.search(path.name)
-        _build(idx, local, shown, run_id, int(file_rank[1]) if file_rank else None, thorough,
-               ends_with_newline, problems, frames)
+        with open(local, "rb") as fh:
+            _build(idx, fh, shown, run_id, int(file_rank[1]) if file_rank else None, thorough,
+                   ends_with_newline, problems, frames)
     finally:
         if tmp:
             os.unlink(tmp)
@@ -169,7 +172,14 @@ def _display_compile_id() -> pl.Expr:
     return pl.when(any_id).then(pl.format("[{}]", body))
 
 
-def _build(idx: pl.DataFrame, local: str, shown: str, run_id: str, file_rank: int | None, thorough: bool,
+def _texts(hdr: pl.DataFrame, fh) -> list[str]:
+    """Header texts of the rows of ``hdr`` (kept in the index, or re-read by byte range)."""
+    if "json_text" in hdr.columns:
+        return hdr["json_text"].to_list()
+    return [header_text(fh, off, width) for off, width in hdr.select("offset", "width").iter_rows()]
+
+
+def _build(idx: pl.DataFrame, fh, shown: str, run_id: str, file_rank: int | None, thorough: bool,
            ends_with_newline: bool, problems: meta.Problems, frames: Frames) -> None:
     last_rec = idx["rec"].max()
     # ---- lines before the first header
@@ -177,7 +187,7 @@ def _build(idx: pl.DataFrame, local: str, shown: str, run_id: str, file_rank: in
     if lead.height:
         problems.add("orphan_payload", 1 if lead["pay_start"][0] == 0 else None,
                      f"{lead['pay_lines'][0]} payload line(s) before the first record header", int(lead["pay_lines"][0]))
-    hdr = idx.filter(pl.col("lineno").is_not_null())
+    hdr = _keep(idx, pl.col("lineno").is_not_null())
     # ---- bad UTF-8 (exact path only)
     bad = hdr.filter(pl.col("bad_utf8") > 0)
     if bad.height:
@@ -186,12 +196,12 @@ def _build(idx: pl.DataFrame, local: str, shown: str, run_id: str, file_rank: in
                      f"{bad['lineno'][0]}; decoded with replacement", int(bad["bad_utf8"].sum()))
     # ---- lines that are not record headers
     nohead = hdr.filter(pl.col("event").is_null())
-    for row in nohead.select("rec", "lineno", "json_text").iter_rows(named=True):
+    for row in nohead.select("rec", "lineno").iter_rows(named=True):
         if row["rec"] == last_rec and not ends_with_newline:
             problems.add("truncated_line", row["lineno"], f"the file ends inside line {row['lineno']} (no record header)")
         else:
             problems.add("bad_header", row["lineno"], f"line {row['lineno']} is neither a record header nor a payload line")
-    hdr = hdr.filter(pl.col("event").is_not_null())
+    hdr = _keep(hdr, pl.col("event").is_not_null())
     if hdr.is_empty():
         if not problems.rows:
             problems.add("empty_file", None, f"{shown} holds no trace record")
@@ -223,22 +233,23 @@ def _build(idx: pl.DataFrame, local: str, shown: str, run_id: str, file_rank: in
                      f"payload lines after the header at line {orphans['lineno'][0]}, which has no has_payload",
                      int(orphans["pay_lines"].sum()))
     # ---- MD5
-    md5_ok = _check_md5(hdr, local, thorough, last_rec, problems)
+    md5_ok = _check_md5(hdr, fh, thorough, last_rec, problems)
     # ---- interned strings and stacks
     strings: dict[int, str] = {}
-    for lineno, text in hdr.filter(pl.col("event") == "str").select("lineno", "json_text").iter_rows():
-        if text is not None:
-            got = meta.parse_str_record(text, lineno, problems)
-            if got:
-                strings[got[0]] = got[1]
-    stack_of = _stacks(hdr, strings, problems)  # stack_text -> (frames, api, user_frame)
+    str_rows = hdr.filter(pl.col("event") == "str")
+    for lineno, text in zip(str_rows["lineno"], _texts(str_rows, fh)):
+        got = meta.parse_str_record(text, lineno, problems)
+        if got:
+            strings[got[0]] = got[1]
+    stack_of = _stacks(hdr, fh, strings, problems)  # stack_hash -> (frames, api, user_frame)
     # ---- sessions
     session = _sessions(hdr, stack_of)
-    base = hdr.with_columns(session=session, md5_ok=md5_ok, compile_id=_display_compile_id())
+    base = hdr.select(pl.exclude("json_text")).with_columns(session=session, md5_ok=md5_ok,
+                                                         compile_id=_display_compile_id())
     events = base.select(
         pl.lit(run_id).alias("run_id"), pl.lit(shown).alias("path"), "lineno",
         pl.coalesce("rank", "rank_prefix", pl.lit(file_rank, pl.Int32)).alias("rank"),
-        "level", pl.concat_str("mmdd", pl.lit(" "), "hms").alias("time"), "pid", "src", "event", "compile_id",
+        "level", "time", "pid", "src", "event", "compile_id",
         "session", "name", "encoding",
         pl.col("pay_start").alias("payload_offset"), (pl.col("pay_end") - pl.col("pay_start")).alias("payload_length"),
         pl.col("pay_lines").alias("payload_lines"), "md5", "md5_ok",
@@ -248,52 +259,60 @@ def _build(idx: pl.DataFrame, local: str, shown: str, run_id: str, file_rank: in
         "run_id", "path", "lineno", "rank", "session", "event", "name", "encoding", "payload_offset",
         "payload_length", "md5_ok"))
     frames.add("stacks", _stack_rows(base, stack_of, run_id, shown))
-    compiles = _compiles(base, stack_of, run_id, shown, problems)
+    compiles = _compiles(base, fh, stack_of, run_id, shown, problems)
     if compiles.height:
         frames.add("compiles", compiles)
 
 
-def _check_md5(hdr: pl.DataFrame, local: str, thorough: bool, last_rec: int, problems: meta.Problems) -> pl.Series:
-    has = hdr.filter(pl.col("md5").is_not_null())
+def _keep(df: pl.DataFrame, predicate: pl.Expr) -> pl.DataFrame:
+    """``df.filter(predicate)``, without the copy of every column when every row passes."""
+    mask = df.select(predicate.alias("m"))["m"]
+    return df if mask.all() else df.filter(mask)
+
+
+def _check_md5(hdr: pl.DataFrame, fh, thorough: bool, last_rec: int, problems: meta.Problems) -> pl.Series:
+    has = hdr.select("rec", "lineno", "event", "name", "md5", "pay_start", "pay_end").filter(
+        pl.col("md5").is_not_null())
     if not thorough and has.height:
         has = has.tail(1)  # the cheap check: only where a killed process leaves a cut payload
     results: dict[int, bool] = {}
-    with open(local, "rb") as fh:
-        for rec, lineno, event, name, md5, start, end in has.select(
-            "rec", "lineno", "event", "name", "md5", "pay_start", "pay_end"
-        ).iter_rows():
-            if start is None:
-                ok = False
+    for rec, lineno, event, name, md5, start, end in has.iter_rows():
+        if start is None:
+            ok = False
+        else:
+            fh.seek(start)
+            ok = hashlib.md5(_strip_tabs(fh.read(end - start))).hexdigest() == md5
+        results[rec] = ok
+        if not ok:
+            what = f"{event}{' ' + name if name else ''} record at line {lineno}"
+            if rec == last_rec:
+                problems.add("truncated_payload", lineno, f"the file ends inside the payload of the {what} "
+                             "(MD5 does not match has_payload)")
             else:
-                fh.seek(start)
-                ok = hashlib.md5(_strip_tabs(fh.read(end - start))).hexdigest() == md5
-            results[rec] = ok
-            if not ok:
-                what = f"{event}{' ' + name if name else ''} record at line {lineno}"
-                if rec == last_rec:
-                    problems.add("truncated_payload", lineno, f"the file ends inside the payload of the {what} "
-                                 "(MD5 does not match has_payload)")
-                else:
-                    problems.add("md5_mismatch", lineno, f"payload of the {what} does not match its has_payload MD5")
+                problems.add("md5_mismatch", lineno, f"payload of the {what} does not match its has_payload MD5")
     if not results:
         return pl.Series("md5_ok", [None] * hdr.height, dtype=pl.Boolean)
+    if len(results) == 1:
+        (rec, ok), = results.items()
+        return hdr.select(pl.when(pl.col("rec") == rec).then(ok).alias("md5_ok"))["md5_ok"]
     checked = pl.DataFrame({"rec": list(results), "ok": list(results.values())},
                            schema={"rec": pl.Int64, "ok": pl.Boolean})
     return hdr.select("rec").join(checked, on="rec", how="left", maintain_order="left")["ok"].alias("md5_ok")
 
 
-def _stacks(hdr: pl.DataFrame, strings: dict[int, str], problems: meta.Problems) -> dict:
-    out: dict[str, tuple] = {}
-    rows = hdr.filter(pl.col("stack_text").is_not_null()).group_by("stack_text", maintain_order=True).agg(
-        pl.col("lineno").first(), pl.col("event").first())
-    for text, lineno, event in rows.iter_rows():
-        raw = meta.parse_stack(text)
+def _stacks(hdr: pl.DataFrame, fh, strings: dict[int, str], problems: meta.Problems) -> dict:
+    """Decoded frames of each distinct stack (by hash); the header of its first record is re-read."""
+    out: dict[int, tuple] = {}
+    rows = hdr.filter(pl.col("stack_hash").is_not_null()).group_by("stack_hash", maintain_order=True).agg(
+        pl.col("lineno").first(), pl.col("event").first(), pl.col("offset").first(), pl.col("width").first())
+    for (key, lineno, event, _, _), text in zip(rows.iter_rows(), _texts(rows, fh)):
+        raw = meta.parse_stack(text.split(STACK_SEP, 1)[1])
         if raw is None:
             problems.add("bad_json", lineno, f"line {lineno}: the stack of this {event} record does not decode")
             continue
         frames = meta.resolve_stack(raw, strings, lineno, problems)
         api, user_frame = meta.user_call(frames, event)
-        out[text] = (frames, api, user_frame)
+        out[key] = (frames, api, user_frame)
     return out
 
 
@@ -302,17 +321,17 @@ def _sessions(hdr: pl.DataFrame, stack_of: dict) -> pl.Series:
     cid = _display_compile_id()
     notable = hdr.with_columns(cid=cid).filter(
         (pl.col("event") != "chromium_event") | pl.col("cid").is_not_null()
-    ).select("rec", "event", "name", "stack_text", "cid")
+    ).select("rec", "event", "name", "stack_hash", "cid")
     boundaries: list[int] = []
     close_cid: object = None
     closing = False
     substantive = False
     last_call = None
-    for rec, event, name, stack_text, cid_ in notable.iter_rows():
+    for rec, event, name, stack_hash, cid_ in notable.iter_rows():
         if closing and not (event == "chromium_event" and cid_ == close_cid):
             boundaries.append(rec)
             closing, substantive, last_call = False, False, None
-        call = stack_of.get(stack_text)[1:] if stack_text in stack_of else None
+        call = stack_of[stack_hash][1:] if stack_hash in stack_of else None
         if event == "artifact" and name == "torch_version":
             if substantive:
                 boundaries.append(rec)
@@ -332,18 +351,18 @@ def _sessions(hdr: pl.DataFrame, stack_of: dict) -> pl.Series:
 
 def _stack_rows(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str) -> pl.DataFrame:
     """One set of frames per distinct stack per session (first record that logged it)."""
-    ids = {text: i for i, text in enumerate(stack_of)}
+    ids = {key: i for i, key in enumerate(stack_of)}
     table = pl.DataFrame(
-        [{"sid": ids[text], "depth": f.depth, "filename": f.filename, "line": f.line, "function": f.function,
-          "code": f.code, "is_user": f.is_user} for text, (frames, _, _) in stack_of.items() for f in frames],
+        [{"sid": ids[key], "depth": f.depth, "filename": f.filename, "line": f.line, "function": f.function,
+          "code": f.code, "is_user": f.is_user} for key, (frames, _, _) in stack_of.items() for f in frames],
         schema={"sid": pl.Int64, "depth": pl.Int32, "filename": pl.String, "line": pl.Int32, "function": pl.String,
                 "code": pl.String, "is_user": pl.Boolean},
     )
     firsts = (
-        base.filter(pl.col("stack_text").is_not_null())
-        .group_by(["session", "stack_text"], maintain_order=True)
+        base.select("session", "stack_hash", "lineno").filter(pl.col("stack_hash").is_not_null())
+        .group_by(["session", "stack_hash"], maintain_order=True)
         .agg(pl.col("lineno").first())
-        .with_columns(sid=pl.col("stack_text").replace_strict(ids, default=None, return_dtype=pl.Int64))
+        .with_columns(sid=pl.col("stack_hash").replace_strict(ids, default=None, return_dtype=pl.Int64))
     )
     return (
         firsts.join(table, on="sid", how="inner", maintain_order="left_right")
@@ -352,7 +371,8 @@ def _stack_rows(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str) -> 
     )
 
 
-def _compiles(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str, problems: meta.Problems) -> pl.DataFrame:
+def _compiles(base: pl.DataFrame, fh, stack_of: dict, run_id: str, shown: str,
+              problems: meta.Problems) -> pl.DataFrame:
     ev, name = pl.col("event"), pl.col("name")
     tv = (ev == "artifact") & (name == "torch_version")
     cm = ev == "compilation_metrics"
@@ -364,10 +384,11 @@ def _compiles(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str, probl
             last_lineno=pl.col("lineno").last(),
             last_cid=pl.col("compile_id").drop_nulls().last(),
             aoti_dump=((ev == "graph_dump") & name.str.starts_with("inductor_aot")).any(),
-            stacks=pl.col("stack_text").drop_nulls().unique(maintain_order=True),
+            stacks=pl.col("stack_hash").drop_nulls().unique(maintain_order=True),
             cm_lineno=pl.col("lineno").filter(cm).last(),
             cm_cid=pl.col("compile_id").filter(cm).last(),
-            cm_text=pl.col("json_text").filter(cm).last(),
+            cm_offset=pl.col("offset").filter(cm).last(),
+            cm_width=pl.col("width").filter(cm).last(),
             cm_complete=pl.col("looks_complete").filter(cm).last(),
         )
         .filter("substantive")  # sessions of only interning / timeline records: no compile happened there
@@ -384,8 +405,9 @@ def _compiles(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str, probl
         has_cm = s["cm_lineno"] is not None
         if has_cm:
             row["lineno"], row["compile_id"] = s["cm_lineno"], s["cm_cid"]
-            if s["cm_text"] is not None and s["cm_complete"]:
-                decoded = meta.decode_metrics(s["cm_text"], s["cm_lineno"], problems)
+            if s["cm_complete"]:
+                text = header_text(fh, s["cm_offset"], s["cm_width"])
+                decoded = meta.decode_metrics(text, s["cm_lineno"], problems)
                 if decoded is None:
                     problems.add("bad_json", s["cm_lineno"], f"line {s['cm_lineno']}: compilation_metrics does not decode")
         else:

@@ -1,29 +1,39 @@
-"""Line index of one TORCH_TRACE file: one row per record header, payloads kept as byte ranges.
+"""Line index of one TORCH_TRACE file: one row per record header, small columns only, payloads as byte ranges.
 
 Two interchangeable indexers produce the same table (see :func:`index_file`):
 
-* **fast path** (trace-format.md §11.1): a Polars streaming query over the file read as one string column
+* **fast path** (trace-format.md §11.1): one Polars streaming query over the file read as one string column
   (``scan_csv`` with separator ``\\x01``, no quoting, UTF-8 lossy). Each line's byte width gives a running byte
-  offset; a record id increases on every non-blank line that does not start with a TAB. Header fields are pulled
-  out with a few cheap regexes; payload lines are reduced to ``(start, end, count)`` per record. The full header
-  text is kept only for the records whose JSON is decoded later (``str``, ``compilation_metrics``, headers that do
-  not look complete) or for every record when ``keep_text`` is set (small files, thorough checks).
+  offset; running counts of payload (TAB) lines and blank lines are carried along, and only header lines leave the
+  query, with a few anchored regex extracts and a 64-bit hash of the stack text. No join and no group-by: a
+  record's payload range follows from two consecutive headers (payload = everything between them when no blank
+  line is there; the rare records with blank lines, the lines before the first header and the tail after the last
+  header are measured exactly from the raw bytes). Header texts are not kept (unless ``keep_text``): the few
+  records whose JSON is decoded (``str``, ``compilation_metrics``, one per distinct stack) are re-read afterwards
+  by byte range with :func:`header_text`.
 * **exact path** (§11.2): a Python scanner over the raw bytes, used when the decoded line widths cannot be trusted:
-  CRLF line endings, invalid UTF-8, raw ``\\x01`` bytes (all detected because the computed end of the last line
-  differs from the file size, or CRLF in the first 64 KiB), or a Polars error on the file. It also counts lines
-  holding invalid UTF-8 (``bad_utf8`` damage) and strips ``\\r`` before ``\\n``.
+  CRLF line endings, invalid UTF-8, raw ``\\x01`` bytes (detected because the last header is not where the decoded
+  widths put it, the tail after it does not decode, or CRLF in the first 64 KiB), or a Polars error on the file.
+  It also counts lines holding invalid UTF-8 (``bad_utf8`` damage) and strips ``\\r`` before ``\\n``.
 
 Byte offsets always refer to the (decompressed) file; ``payload_length`` includes the TABs and newlines on disk.
+Memory: the streaming query reads the file in 1 MiB chunks with one chunk prefetched (``POLARS_CSV_CHUNK_SIZE``,
+``POLARS_CSV_CHUNK_PREFETCH_LIMIT``, set for the query unless the caller set them); the defaults keep several
+256 MiB windows of the memory-mapped file resident (bench/RESULTS.md).
 """
 
 from __future__ import annotations
+
+import os
+import re
+from contextlib import contextmanager
 
 import polars as pl
 
 # glog prefix (trace-format.md §2.3), stopping right after the event name: the first envelope key.
 HEADER_RE = (
-    r'^(?:\[rank(?P<rank_prefix>\d+)\]:)?(?P<level>[VIWEC])(?P<mmdd>\d{4}) '
-    r'(?P<hms>\d{2}:\d{2}:\d{2}\.\d{6}) (?P<pid>\d+) (?P<src>[^:\]]+:\d+)\] \{"(?P<event>[^"\\]*)"'
+    r'^(?:\[rank(?P<rank_prefix>\d+)\]:)?(?P<level>[VIWEC])(?P<time>\d{4} \d{2}:\d{2}:\d{2}\.\d{6}) '
+    r'(?P<pid>\d+) (?P<src>[^:\]]+:\d+)\] \{"(?P<event>[^"\\]*)"'
 )
 # Context keys in the order trace_structured writes them after the metadata object (_internal.py 1498-1550).
 # Matched against the end of the line only, so metadata keys of the same name never win (the "last occurrence").
@@ -32,98 +42,213 @@ TAIL_RE = (
     r'(?:"frame_compile_id": (?P<fcid>\d+), )?(?:"attempt": (?P<att>\d+))?(?:, )?(?:"subgraph_name": "[^"\\]*")?'
     r'(?:, )?(?:"has_payload": "(?P<md5>[0-9a-f]{32})")?\}$'
 )
+# The context keys other than has_payload are rare (Dynamo records, ranks): TAIL_RE (a capture search, the costly
+# kind of regex call) runs only on lines where this capture-free, end-anchored search finds one; it accepts every
+# line where TAIL_RE would capture an integer key.
+TAIL_INT_RE = (
+    r'"(?:rank|compiled_autograd_id|frame_id|frame_compile_id|attempt)": \d+'
+    r'(?:(?:, )*"[^"\\]*": (?:\d+|"[^"\\]*"))*(?:, )*\}$'
+)
+MD5_RE = r'"has_payload": "[0-9a-f]{32}"\}$'  # TAIL_RE's md5 group matches exactly when this does
 # rank written before a stack (no compile id then): `"rank": N, "stack": [`
 RANK_BEFORE_STACK_RE = r'"rank": (\d+), "stack": \['
 STACK_SEP = '"stack": ['  # text after its first occurrence = the stack list (minus "[") and what follows
 # name (and encoding) are the first keys of the metadata of artifact, graph_dump, dump_file, link, ...
 NAME_RE = r'\] \{"\w+": \{"name": "(?P<name>[^"\\]*)"(?:, "encoding": "(?P<encoding>[^"\\]*)")?'
 JSON_EVENTS = ("str", "compilation_metrics")
+HASH_SEED = 0x5EED
 
-# Columns of an index (both paths).
+# Columns of an index (both paths); ``json_text`` (the header line) is appended when ``keep_text`` is set.
 INDEX_COLUMNS = [
-    "rec", "lineno", "offset", "width", "rank_prefix", "level", "mmdd", "hms", "pid", "src", "event",
-    "rank", "ca", "fid", "fcid", "att", "md5", "name", "encoding", "stack_text", "json_text", "looks_complete",
+    "rec", "lineno", "offset", "width", "rank_prefix", "level", "time", "pid", "src", "event",
+    "rank", "ca", "fid", "fcid", "att", "md5", "name", "encoding", "stack_hash", "looks_complete",
     "fffd", "pay_start", "pay_end", "pay_lines", "other_end", "bad_utf8",
 ]
+SCAN_ENV = {"POLARS_CSV_CHUNK_SIZE": str(1 << 20), "POLARS_CSV_CHUNK_PREFETCH_LIMIT": "1"}
+
+
+class Inexact(Exception):
+    """The decoded line widths do not match the bytes on disk: use the exact path."""
+
+
+def _columns(keep_text: bool) -> list[str]:
+    return INDEX_COLUMNS + (["json_text"] if keep_text else [])
 
 
 def _extract(lf: pl.LazyFrame, keep_text: bool) -> pl.LazyFrame:
-    """Header fields from column ``text`` (one row per header line)."""
+    """Header fields from column ``text`` (one row per header line); drops ``text`` unless ``keep_text``."""
     t = pl.col("text")
     head = t.str.extract_groups(HEADER_RE)
-    tail = t.str.extract_groups(TAIL_RE)  # end-anchored: the regex engine searches backwards from the end
-    looks_complete = t.str.ends_with("}")
+    # end-anchored: the regex engine searches backwards from the end; gated (see TAIL_INT_RE)
+    tail = pl.when(t.str.contains(TAIL_INT_RE)).then(t).str.extract_groups(TAIL_RE)
     ne = t.str.extract_groups(NAME_RE)
-    lf = lf.with_columns(head=head, tail=tail, ne=ne, looks_complete=looks_complete).with_columns(
-        rank_prefix=pl.col("head").struct.field("rank_prefix").cast(pl.Int32),
-        level=pl.col("head").struct.field("level"),
-        mmdd=pl.col("head").struct.field("mmdd"),
-        hms=pl.col("head").struct.field("hms"),
-        pid=pl.col("head").struct.field("pid").cast(pl.Int64),
-        src=pl.col("head").struct.field("src"),
-        event=pl.col("head").struct.field("event"),
-        rank=pl.coalesce(
-            pl.col("tail").struct.field("rank"), t.str.extract(RANK_BEFORE_STACK_RE, 1)
-        ).cast(pl.Int32),
-        ca=pl.col("tail").struct.field("ca").cast(pl.Int64),
-        fid=pl.col("tail").struct.field("fid").cast(pl.Int64),
-        fcid=pl.col("tail").struct.field("fcid").cast(pl.Int64),
-        att=pl.col("tail").struct.field("att").cast(pl.Int64),
-        md5=pl.col("tail").struct.field("md5"),
-        name=pl.col("ne").struct.field("name"),
-        encoding=pl.col("ne").struct.field("encoding"),
-        stack_text=t.str.split_exact(STACK_SEP, 1).struct.field("field_1"),
+    stack = t.str.split_exact(STACK_SEP, 1).struct.field("field_1")
+    h, tl, n = pl.col("head").struct.field, pl.col("tail").struct.field, pl.col("ne").struct.field
+    lf = lf.with_columns(head=head, tail=tail, ne=ne).with_columns(
+        rank_prefix=h("rank_prefix").cast(pl.Int32),
+        level=h("level"),
+        time=h("time"),
+        pid=h("pid").cast(pl.Int64),
+        src=h("src"),
+        event=h("event"),
+        rank=pl.coalesce(tl("rank"), t.str.extract(RANK_BEFORE_STACK_RE, 1)).cast(pl.Int32),
+        ca=tl("ca").cast(pl.Int64),
+        fid=tl("fid").cast(pl.Int64),
+        fcid=tl("fcid").cast(pl.Int64),
+        att=tl("att").cast(pl.Int64),
+        # the last 34 characters are ASCII here; to_lowercase (a no-op on hex) copies: a slice is a view that
+        # would keep the whole chunk of header text alive (measured: 1.1 GB peak instead of 0.25 GB at 1 GB)
+        md5=pl.when(t.str.contains(MD5_RE)).then(t.str.slice(-34, 32).str.to_lowercase()),
+        name=n("name"),
+        encoding=n("encoding"),
+        # a hash, not the text: ~100k id-less AOTI records per GB repeat a few dozen stacks (2-3 KB each)
+        stack_hash=pl.when(stack.is_not_null()).then(stack.hash(HASH_SEED)),
+        looks_complete=t.str.ends_with("}"),
         fffd=t.str.contains("\ufffd", literal=True),
     )
     if keep_text:
-        json_text = t
-    else:
-        json_text = pl.when(pl.col("event").is_in(JSON_EVENTS) | ~pl.col("looks_complete")).then(t)
-    return lf.with_columns(json_text=json_text).drop("head", "tail", "ne", "text")
+        lf = lf.with_columns(json_text=t)
+    return lf.drop("head", "tail", "ne", "text")
 
 
-def index_fast(path: str, keep_text: bool) -> pl.DataFrame:
-    """Polars streaming index (exact only when the caller's size check passes)."""
+@contextmanager
+def _scan_env():
+    """Small CSV read-ahead for the streaming scan (peak RSS), unless the caller configured it."""
+    added = [k for k in SCAN_ENV if k not in os.environ]
+    for k in added:
+        os.environ[k] = SCAN_ENV[k]
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+
+
+def _scan_headers(path: str, keep_text: bool) -> pl.DataFrame:
+    """Streaming pass: header rows and blank rows (``text`` null, rare), with line number, offset and width.
+
+    One cumulative sum only (the byte offset): every cumulative expression is a separate branch of the streaming
+    graph whose rows are buffered until the branches are zipped together again, so it is kept narrow.
+    """
     lines = (
         pl.scan_csv(
             path, has_header=False, separator="\x01", quote_char=None, new_columns=["text"],
             infer_schema=False, encoding="utf8-lossy", truncate_ragged_lines=True, comment_prefix=None,
         )
         .with_row_index("lineno", offset=1)
-        .with_columns(
-            # Int64 before the cumulative sum: len_bytes is UInt32 and would overflow past 4 GiB (§11.2)
-            width=pl.col("text").str.len_bytes().fill_null(0).cast(pl.Int64) + 1,
-            is_payload=pl.col("text").str.starts_with("\t").fill_null(False),
-            is_blank=pl.col("text").is_null(),
-        )
-        .with_columns(
-            offset=pl.col("width").cum_sum() - pl.col("width"),
-            rec=(~pl.col("is_payload") & ~pl.col("is_blank")).cast(pl.Int64).cum_sum(),
-            lineno=pl.col("lineno").cast(pl.Int64),
-        )
+        # Int64 before the cumulative sum: len_bytes is UInt32 and would overflow past 4 GiB (§11.2)
+        .with_columns(width=pl.col("text").str.len_bytes().fill_null(0).cast(pl.Int64) + 1)
+        .with_columns(offset=pl.col("width").cum_sum() - pl.col("width"))
+        .filter(~pl.col("text").str.starts_with("\t").fill_null(False))
+        .select(pl.col("lineno").cast(pl.Int64), "offset", "width", "text")
     )
-    headers = _extract(
-        lines.filter(~pl.col("is_payload") & ~pl.col("is_blank")).select("rec", "lineno", "offset", "width", "text"),
-        keep_text,
+    with _scan_env():
+        return _extract(lines, keep_text).collect(engine="streaming")
+
+
+def _measure(data: bytes, start: int) -> tuple[int | None, int | None, int, int | None]:
+    """(pay_start, pay_end, pay_lines, other_end) of the payload / blank lines in ``data``.
+
+    ``data`` starts at byte ``start`` and holds no header line; a last line without newline counts one byte more
+    (as the decoded widths do). Raises :class:`Inexact` when the bytes are not what the scan decoded.
+    """
+    if b"\r\n" in data or b"\x01" in data:
+        raise Inexact
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Inexact from None
+    pay_start = pay_end = other_end = None
+    pay_lines = 0
+    off = start
+    parts = data.split(b"\n") if data else []
+    if data.endswith(b"\n"):
+        parts.pop()
+    for line in parts:
+        end = off + len(line) + 1
+        if line.startswith(b"\t"):
+            if pay_start is None:
+                pay_start = off
+            pay_end, pay_lines = end, pay_lines + 1
+        elif line:
+            raise Inexact  # a header line where the scan saw none
+        other_end = end
+        off = end
+    return pay_start, pay_end, pay_lines, other_end
+
+
+def _check_last_header(fh, row: dict, size: int) -> None:
+    """The last header is where the decoded widths put it, byte for byte (else offsets drifted)."""
+    off, width = row["offset"], row["width"]
+    fh.seek(max(0, off - 1))
+    raw = fh.read(width + (1 if off else 0))
+    if off:
+        if not raw.startswith(b"\n"):
+            raise Inexact
+        raw = raw[1:]
+    line = raw[:-1] if raw.endswith(b"\n") else raw
+    if len(line) != width - 1 or b"\n" in line or b"\r" in line or b"\x01" in line:
+        raise Inexact
+    if off + width - 1 < size and not raw.endswith(b"\n"):
+        raise Inexact
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Inexact from None
+    m = re.match(HEADER_RE, text)
+    if (m["time"] if m else None) != row["time"] or (int(m["pid"]) if m else None) != row["pid"]:
+        raise Inexact
+
+
+def index_fast(path: str, keep_text: bool) -> pl.DataFrame:
+    """Polars streaming index; raises :class:`Inexact` when decoded widths and bytes on disk disagree."""
+    size = os.path.getsize(path)
+    rows = _scan_headers(path, keep_text)
+    blank = pl.col("width") == 1  # a header line is never empty
+    rows = rows.with_columns(rec=(~blank).cast(pl.Int64).cum_sum())  # blank rows: the record they follow
+    blank_recs = rows.filter(blank)["rec"].unique().to_list()
+    hdr = rows.filter(~blank) if blank_recs else rows  # (a filter copies every column)
+    if hdr.is_empty():
+        raise Inexact  # no header at all: nothing to anchor the offsets (tiny or damaged file)
+    nxt = pl.col("offset").shift(-1)
+    plines = (pl.col("lineno").shift(-1) - pl.col("lineno") - 1).cast(pl.Int32)  # no blank line in between
+    has_pay = plines > 0
+    hdr = hdr.with_columns(
+        pay_start=pl.when(has_pay).then(pl.col("offset") + pl.col("width")),
+        pay_end=pl.when(has_pay).then(nxt),
+        pay_lines=plines.fill_null(0),
+        other_end=pl.when(has_pay).then(nxt),
+        bad_utf8=pl.lit(0, pl.Int32),
+        # records with blank lines, and the last record (up to the end of the file): measured from the bytes
+        exact=pl.col("rec").is_in(blank_recs) | nxt.is_null(),
     )
-    end = pl.col("offset") + pl.col("width")
-    others = (
-        lines.filter(pl.col("is_payload") | pl.col("is_blank"))
-        .group_by("rec")
-        .agg(
-            pay_start=pl.col("offset").filter(pl.col("is_payload")).min(),
-            pay_end=end.filter(pl.col("is_payload")).max(),
-            pay_lines=pl.col("is_payload").sum().cast(pl.Int32),  # 0 for blank-only groups
-            other_end=end.max(),
-        )
-    )
-    # rec 0 = lines before the first header (orphan payload / leading blanks): keep it via a full join.
-    df = headers.join(others, on="rec", how="full", coalesce=True).collect(engine="streaming")
-    return (
-        df.with_columns(bad_utf8=pl.lit(0, pl.Int32), pay_lines=pl.col("pay_lines").fill_null(0))
-        .sort("rec")
-        .select(INDEX_COLUMNS)
-    )
+    patches: list[dict] = []
+    with open(path, "rb") as fh:
+        _check_last_header(fh, hdr.row(-1, named=True), size)
+        first_offset = hdr["offset"][0]
+        if first_offset > 0:  # rec 0: lines before the first header
+            fh.seek(0)
+            ps, pe, pn, oe = _measure(fh.read(first_offset), 0)
+            patches.append({"rec": 0, "pay_start": ps, "pay_end": pe, "pay_lines": pn, "other_end": oe})
+        for rec, off, width, nxt_off in (
+            hdr.filter("exact").select("rec", "offset", "width", nxt.alias("nxt")).iter_rows()
+        ):
+            start = off + width
+            end = size if nxt_off is None else nxt_off
+            fh.seek(start)
+            ps, pe, pn, oe = _measure(fh.read(max(0, end - start)), start)
+            patches.append({"rec": rec, "pay_start": ps, "pay_end": pe, "pay_lines": pn, "other_end": oe})
+    # patch the measured records in place (header rec r is row r - 1; a join would copy every column)
+    fix = pl.DataFrame(patches, schema={"rec": pl.Int64, "pay_start": pl.Int64, "pay_end": pl.Int64,
+                                        "pay_lines": pl.Int32, "other_end": pl.Int64})
+    lead, fix = fix.filter(pl.col("rec") == 0), fix.filter(pl.col("rec") > 0)
+    at = fix["rec"] - 1
+    hdr = hdr.with_columns(hdr[c].scatter(at, fix[c]) for c in ("pay_start", "pay_end", "pay_lines", "other_end"))
+    hdr = hdr.select(_columns(keep_text))
+    if lead.height:
+        hdr = pl.concat([lead, hdr], how="diagonal_relaxed").select(_columns(keep_text))
+        hdr = hdr.with_columns(bad_utf8=pl.col("bad_utf8").fill_null(0))
+    return hdr
 
 
 def index_exact(path: str, keep_text: bool) -> pl.DataFrame:
@@ -172,17 +297,17 @@ def index_exact(path: str, keep_text: bool) -> pl.DataFrame:
     hdr = df.filter(pl.col("lineno").is_not_null())
     extracted = _extract(hdr.lazy(), keep_text).collect()
     rest = df.filter(pl.col("lineno").is_null()).drop("text")
-    return pl.concat([extracted, rest], how="diagonal_relaxed").sort("rec").select(INDEX_COLUMNS)
+    return pl.concat([extracted, rest], how="diagonal_relaxed").sort("rec").select(_columns(keep_text))
 
 
-def computed_end(df: pl.DataFrame) -> int:
-    """End of the last line according to the index (equals the file size when offsets are exact)."""
-    if df.is_empty():
-        return 0
-    return int(
-        df.select(pl.max_horizontal((pl.col("offset") + pl.col("width")).max(), pl.col("other_end").max())).item()
-        or 0
-    )
+def header_text(fh, offset: int, width: int) -> str:
+    """The text of the header line at ``offset`` (``width`` bytes with its newline), as the index decoded it."""
+    fh.seek(offset)
+    raw = fh.read(width)
+    line = raw[:-1] if raw.endswith(b"\n") else raw
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    return line.decode("utf-8", errors="replace")
 
 
 def index_file(path: str, size: int, keep_text: bool) -> tuple[pl.DataFrame, str]:
@@ -195,9 +320,8 @@ def index_file(path: str, size: int, keep_text: bool) -> tuple[pl.DataFrame, str
         df = index_fast(path, keep_text)
     except pl.exceptions.PolarsError as exc:  # e.g. \x01 on the first line -> SchemaError
         return index_exact(path, keep_text), f"exact (fast index failed: {type(exc).__name__})"
-    end = computed_end(df)
-    if end not in (size, size + 1):  # + 1: missing final newline
-        return index_exact(path, keep_text), f"exact (decoded widths give {end} bytes, file has {size})"
+    except Inexact:
+        return index_exact(path, keep_text), "exact (decoded widths do not match the bytes on disk)"
     if df["fffd"].any():
         return index_exact(path, keep_text), "exact (U+FFFD in a header: invalid UTF-8?)"
     return df, "fast"

@@ -6,6 +6,7 @@ text that does not decode is reported as ``bad_json``. Nothing raises on bad inp
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -196,18 +197,31 @@ def _as_str(v) -> str | None:
 
 def inductor_facts(config: str | None, lineno: int, problems: Problems) -> dict:
     """AOTI metadata, compiler and debug flags from the ``inductor_config`` JSON string."""
-    facts = dict.fromkeys(("device_key", "aoti_platform", "aoti_machine", "cpu_isa", "compute_capability", "cxx",
-                           "nan_asserts", "debug_printer"))
     if not config:
-        return facts
+        return dict.fromkeys(FACT_COLUMNS)
+    facts, issues = _config_facts(config)
+    for kind, what in issues:
+        problems.add(kind, lineno, f"line {lineno}: {what}")
+    return dict(facts)
+
+
+FACT_COLUMNS = ("device_key", "aoti_platform", "aoti_machine", "cpu_isa", "compute_capability", "cxx", "nan_asserts",
+                "debug_printer")
+
+
+@functools.lru_cache(maxsize=64)
+def _config_facts(config: str) -> tuple[dict, tuple[tuple[str, str], ...]]:
+    """(facts, ((damage kind, detail), ...)) of one config string; cached: a process logs the same inductor
+    config (~25 KB of JSON) in every compilation_metrics record unless the user changes the config between
+    compiles. Callers copy the dict."""
+    facts = dict.fromkeys(FACT_COLUMNS)
     try:
         cfg = json.loads(config)
     except ValueError:
-        problems.add("bad_json", lineno, f"line {lineno}: compilation_metrics.inductor_config is not valid JSON")
-        return facts
+        return facts, (("bad_json", "compilation_metrics.inductor_config is not valid JSON"),)
     if not isinstance(cfg, dict):
-        problems.add("schema_drift", lineno, f"line {lineno}: compilation_metrics.inductor_config is not an object")
-        return facts
+        return facts, (("schema_drift", "compilation_metrics.inductor_config is not an object"),)
+    issues = []
     meta = cfg.get("aot_inductor.metadata")
     if isinstance(meta, dict):
         for col, key in (("device_key", "AOTI_DEVICE_KEY"), ("aoti_platform", "AOTI_PLATFORM"),
@@ -215,9 +229,9 @@ def inductor_facts(config: str | None, lineno: int, problems: Problems) -> dict:
                          ("compute_capability", "AOTI_COMPUTE_CAPABILITY")):
             facts[col] = _as_str(meta.get(key))
     elif meta is not None:
-        problems.add("schema_drift", lineno, f"line {lineno}: inductor_config aot_inductor.metadata is {type(meta).__name__}")
+        issues.append(("schema_drift", f"inductor_config aot_inductor.metadata is {type(meta).__name__}"))
     facts["cxx"] = _as_str(cfg.get("cpp.cxx"))
     nan = cfg.get("nan_asserts")
     facts["nan_asserts"] = nan if isinstance(nan, bool) else None
     facts["debug_printer"] = _as_str(cfg.get("aot_inductor.debug_intermediate_value_printer"))
-    return facts
+    return facts, tuple(issues)
