@@ -221,6 +221,7 @@ def index_fast(path: str, keep_text: bool) -> pl.DataFrame:
         bad_utf8=pl.lit(0, pl.Int32),
         # records with blank lines, and the last record (up to the end of the file): measured from the bytes
         exact=pl.col("rec").is_in(blank_recs) | nxt.is_null(),
+        nxt=nxt,
     )
     patches: list[dict] = []
     with open(path, "rb") as fh:
@@ -231,7 +232,7 @@ def index_fast(path: str, keep_text: bool) -> pl.DataFrame:
             ps, pe, pn, oe = _measure(fh.read(first_offset), 0)
             patches.append({"rec": 0, "pay_start": ps, "pay_end": pe, "pay_lines": pn, "other_end": oe})
         for rec, off, width, nxt_off in (
-            hdr.filter("exact").select("rec", "offset", "width", nxt.alias("nxt")).iter_rows()
+            hdr.filter("exact").select("rec", "offset", "width", "nxt").iter_rows()
         ):
             start = off + width
             end = size if nxt_off is None else nxt_off
