@@ -115,6 +115,10 @@ class StageResult:
             text = "no diagnosis"
         if self.kernel:
             text += f"; last kernel launched: {self.kernel}"
+        elif self.primary is not None and self.primary.fields.get("crash_kernel"):
+            text += f"; crash kernel: {self.primary.fields['crash_kernel']}"
+        if self.primary is not None and self.primary.fields.get("suspicious_input"):
+            text += f"; suspicious input: {self.primary.fields['suspicious_input']}"
         if self.note:
             text += f"; {self.note}"
         return text
@@ -156,9 +160,11 @@ class LadderResult:
 
     @property
     def reported(self) -> StageResult:
-        """The stage to report: the decisive one, else the last stage that ran (it carries the most flags)."""
+        """The stage to report: the last definite one (4b after a decisive 4a adds the kernel's inputs), else the
+        last stage that ran (it carries the most flags)."""
         ran = [s for s in self.stages if s.capture is not None and s.analysis is not None]
-        return self.decisive or (ran[-1] if ran else self.stages[0])
+        definite = [s for s in ran if s.definite]
+        return (definite or ran or self.stages[:1])[-1]
 
     def table(self) -> str:
         rows = [("stage", "flags", "outcome", "what it showed")]
@@ -179,6 +185,8 @@ class LadderResult:
         d = self.decisive
         if d is not None:
             lines.append(f"\nStopped at stage {d.stage.id} ({d.stage.name}): {d.primary.title}")  # type: ignore[union-attr]
+            if self.reported is not d:
+                lines[-1] += f"; stage {self.reported.stage.id} ({self.reported.stage.name}) printed that kernel's inputs"
         elif self.stages[0].note == SUCCEEDED:
             lines.append("\nThe command succeeded at the baseline: nothing to debug.")
         else:
