@@ -570,3 +570,24 @@ def test_rules_new_writes_skeleton_that_lints_once_filled(runner, tmp_path):
     res = runner.invoke(cli, ["rules", "lint", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert runner.invoke(cli, ["rules", "test", str(tmp_path), "--no-fixtures"]).exit_code == 0
+
+
+def test_row_scope_node_holding_the_anchor_extracts_its_captures(tmp_path):
+    # real line: fixtures/cases/constant_loading/stderr.txt (torch 2.13.0 CPU)
+    text = "Error: update_constant_buffer: constant 'lin_weight' is on device type 14 but expected device type 0"
+    write_rule(tmp_path, """\
+        match:
+          scope: row
+          all:
+            - {frame: lines, column: kind, equals: cpp_error}
+            - {frame: lines, column: text, regex: 'constant ''(?P<name>[^'']+)'' is on device type (?P<got>\\d+)', anchor: true}
+        extract: {name: name, got: got}
+        message: "{{name}} on device type {{got}}"
+        remedy: r
+        """)
+    fr = frames(lines=[{"stream": "stderr", "text": "unrelated"},
+                       {"stream": "stderr", "text": text, "kind": "cpp_error"}])
+    (f,) = evaluate(load_rules(tmp_path), fr)
+    assert f.fields == {"name": "lin_weight", "got": "14"} and f.evidence[0].line == 2
+    # the same text on a row of another kind does not satisfy the row-scope conjunction
+    assert evaluate(load_rules(tmp_path), frames(lines=[{"stream": "stderr", "text": text, "kind": "plain"}])) == []

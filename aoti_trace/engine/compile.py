@@ -200,11 +200,12 @@ def match(plan: Plan, frames: Frames, runs: list[str], applies: dict[str, list[s
 
 
 def select_rows(
-    matches: Matches, pred: Pred, run_list: list[str], occurrence: str, regex: str | None = None, ignore_case: bool = False
+    matches: Matches, pred: Pred, run_list: list[str], occurrence: str, leaf: Leaf | None = None
 ) -> list[dict[str, Any]]:
     """Rows of ``pred``'s frame where it is true, for ``run_list``, per ``occurrence`` (last/first/all).
 
-    With ``regex``, each row also gets ``__groups``: the regex's named groups (``extract_groups``) or None.
+    With a ``leaf`` that has a regex, each row also gets ``__groups``: the regex's named groups
+    (``extract_groups`` over the leaf's column) or None. ``pred`` may be a row-scope node that contains the leaf.
     """
     df = matches.flagged[pred.frame]
     df = df.filter(pl.col(pred.name) & pl.col("run_id").is_in(run_list))
@@ -213,12 +214,11 @@ def select_rows(
     elif occurrence == "first":
         df = df.filter(pl.col(ROW) == pl.col(ROW).min().over("run_id"))
     df = df.sort(ROW).select([c for c in df.columns if not c.startswith("__r") or c == ROW])
+    regex = leaf.regex if leaf is not None else None
     names = list(re.compile(regex).groupindex) if regex else []
     if names:
-        col = pred.leaf.column if pred.leaf is not None else None
-        assert col is not None
-        pattern = ("(?i)" if ignore_case else "") + regex  # type: ignore[operator]
-        df = df.with_columns(pl.col(col).str.extract_groups(pattern).alias("__groups"))
+        pattern = ("(?i)" if leaf.ignore_case else "") + regex  # type: ignore[union-attr,operator]
+        df = df.with_columns(pl.col(leaf.column).str.extract_groups(pattern).alias("__groups"))  # type: ignore[union-attr]
     out = df.to_dicts()
     for row in out:
         groups = row.get("__groups")

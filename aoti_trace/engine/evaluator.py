@@ -104,7 +104,7 @@ def torch_versions(frames: Frames) -> dict[str, str]:
 
 def _findings(cr: C.CompiledRule, matches: C.Matches, frames: Frames, runs_hit: list[str]) -> list[Ranked]:
     rule, leaf = cr.rule, cr.anchor_leaf
-    rows = C.select_rows(matches, cr.anchor, runs_hit, rule.occurrence, leaf.regex, leaf.ignore_case)
+    rows = C.select_rows(matches, cr.anchor, runs_hit, rule.occurrence, leaf)
     by_run: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_run.setdefault(row["run_id"], []).append(row)
@@ -120,9 +120,7 @@ def _findings(cr: C.CompiledRule, matches: C.Matches, frames: Frames, runs_hit: 
 
 def _fallback_anchor(cr: C.CompiledRule, matches: C.Matches, run_id: str) -> list[tuple[C.Pred, Leaf | None, dict]]:
     for pred in cr.positives:
-        regex = pred.leaf.regex if pred.leaf is not None else None
-        ic = pred.leaf.ignore_case if pred.leaf is not None else False
-        rows = C.select_rows(matches, pred, [run_id], cr.rule.occurrence, regex, ic)
+        rows = C.select_rows(matches, pred, [run_id], cr.rule.occurrence, pred.leaf)
         if rows:
             return [(pred, pred.leaf, row) for row in rows]
     return []
