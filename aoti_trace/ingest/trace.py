@@ -271,10 +271,12 @@ def _keep(df: pl.DataFrame, predicate: pl.Expr) -> pl.DataFrame:
 
 
 def _check_md5(hdr: pl.DataFrame, fh, thorough: bool, last_rec: int, problems: meta.Problems) -> pl.Series:
-    has = hdr.select("rec", "lineno", "event", "name", "md5", "pay_start", "pay_end").filter(
-        pl.col("md5").is_not_null())
-    if not thorough and has.height:
-        has = has.tail(1)  # the cheap check: only where a killed process leaves a cut payload
+    has = hdr.select("rec", "lineno", "event", "name", "md5", "pay_start", "pay_end")
+    if thorough:
+        has = has.filter(pl.col("md5").is_not_null())
+    else:  # the cheap check: only the last payload, where a killed process leaves a cut one
+        last = hdr.select(pl.arg_where(pl.col("md5").is_not_null()).last())[0, 0]
+        has = has.slice(last, 1) if last is not None else has.clear()
     results: dict[int, bool] = {}
     for rec, lineno, event, name, md5, start, end in has.iter_rows():
         if start is None:
@@ -319,9 +321,9 @@ def _stacks(hdr: pl.DataFrame, fh, strings: dict[int, str], problems: meta.Probl
 def _sessions(hdr: pl.DataFrame, stack_of: dict) -> pl.Series:
     """Session number of every record (see the module docstring)."""
     cid = _display_compile_id()
-    notable = hdr.with_columns(cid=cid).filter(
+    notable = hdr.select("rec", "event", "name", "stack_hash", cid.alias("cid")).filter(
         (pl.col("event") != "chromium_event") | pl.col("cid").is_not_null()
-    ).select("rec", "event", "name", "stack_hash", "cid")
+    )
     boundaries: list[int] = []
     close_cid: object = None
     closing = False
