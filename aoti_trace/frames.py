@@ -218,6 +218,12 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "timed_out": (Bool, "ended by aoti-trace run --timeout"),
             "duration_s": (F64, "wall time"),
             "env": (Str, "debug variables set for the run, 'K=V' space-separated"),
+            "torch": (Str, "torch version of the captured process (manifest environment)"),
+            "cuda": (Str, "CUDA version torch was built with (manifest environment)"),
+            "gpus": (Str, "GPUs seen by nvidia-smi -L, '; '-separated (manifest environment)"),
+            "cxx": (Str, "C++ compiler in use: CXX or torch's configured one (manifest environment)"),
+            "cxx_version": (Str, "first line of the compiler's --version (manifest environment)"),
+            "libstdcxx": (Str, "newest GLIBCXX version of the loaded libstdc++ (manifest environment)"),
         },
     ),
     "package": (

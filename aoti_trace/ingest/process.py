@@ -155,4 +155,11 @@ def _read_manifest(path: Path, run_id: str) -> tuple[dict, list[dict]]:
         duration_s=float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None,
         env=_env_text(man.get("env")),
     )
+    environment = man.get("environment") if isinstance(man.get("environment"), dict) else {}
+    for column, key in (("torch", "torch"), ("cuda", "cuda"), ("cxx", "cxx"), ("cxx_version", "cxx_version"),
+                        ("libstdcxx", "libstdcxx")):
+        value = environment.get(key)
+        row[column] = str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+    gpus = environment.get("gpus")
+    row["gpus"] = "; ".join(map(str, gpus)) if isinstance(gpus, list) and gpus else None
     return row, damage

@@ -34,6 +34,8 @@ def run_summaries(analysis: Analysis) -> list[dict]:
         events = frames["events"].filter(frames["events"]["run_id"] == rid)
         proc = process.row(0, named=True) if process.height else {}
         versions = compiles["pytorch_version"].drop_nulls().unique().to_list()
+        if not versions and proc.get("torch"):  # a load/run-only capture: the manifest knows the torch version
+            versions = [proc["torch"]]
         devices = [v for v in compiles["device_key"].drop_nulls().unique().to_list() if v]
         ranks = set(events["rank"].drop_nulls().unique().to_list()) | set(compiles["rank"].drop_nulls().to_list())
         out.append(
