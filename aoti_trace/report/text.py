@@ -109,8 +109,12 @@ def _summary(analysis: Analysis) -> list[Line]:
         dev = ", ".join(run["compile_devices"]) or "unknown"
         sessions = run["compile_sessions"]
         ranks = f", ranks {', '.join(map(str, run['ranks']))}" if len(run["ranks"]) > 1 else ""
-        out.append([("  ", None), (f"torch {torch_v}, compile device {dev}, {len(sessions)} compile session"
-                                   f"{'s' if len(sessions) != 1 else ''}{ranks}", None)])
+        if sessions:
+            compiled = (f"compile device {dev}, {len(sessions)} compile session"
+                        f"{'s' if len(sessions) != 1 else ''}")
+        else:  # load/run-only processes write no compile records
+            compiled = "no compile in this run's trace" if run["inputs"]["trace_files"] else "no TORCH_TRACE log"
+        out.append([("  ", None), (f"torch {torch_v}, {compiled}{ranks}", None)])
         for s in sessions:
             what = s["api"] or s["kind"] or "compile"
             status = s["status"] + (f" ({s['fail_type']})" if s["fail_type"] else "")
