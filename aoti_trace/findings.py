@@ -6,7 +6,7 @@ Exactly one finding of an analysis is ``primary`` whenever any finding has sever
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,29 +16,6 @@ Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")  # most severe first
 
 # The closed family vocabulary. It is part of the JSON contract: add, never rename.
-FAMILIES: tuple[str, ...] = (
-    "triton_index_oob",
-    "device_mismatch",
-    "constant_loading",
-    "deprecated_api",
-    "shape_mismatch",
-    "dtype_mismatch",
-    "dynamic_shape_violation",
-    "nan_assert",
-    "illegal_memory_access",
-    "cpp_compile_error",
-    "missing_custom_op",
-    "package_error",
-    "cuda_version_mismatch",
-    "out_of_memory",
-    "segfault",
-    "lowering_error",
-    "export_error",
-    "autotune_error",
-    "environment",
-    "log_damage",
-)
-
 Family = Literal[
     "triton_index_oob",
     "device_mismatch",
@@ -61,6 +38,7 @@ Family = Literal[
     "environment",
     "log_damage",
 ]
+FAMILIES: tuple[str, ...] = get_args(Family)
 
 
 class Evidence(BaseModel):

@@ -23,7 +23,7 @@ from aoti_trace.analysis import Analysis, analyze
 from aoti_trace.findings import SEVERITIES
 from aoti_trace.ingest.trace import read_payload
 from aoti_trace.report import FORMATS, mdlite, render
-from aoti_trace.report.common import guide_file, rerun_command, user_location
+from aoti_trace.report.common import guide_file, user_location
 from aoti_trace.report.json import DOCUMENT_SCHEMA, RUN_SCHEMA, document_schema, finding_schema
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,8 +72,8 @@ def test_text_plain(key):
         for ev in primary.evidence[:5]:
             if ev.path and ev.line:
                 assert f"{ev.path}:{ev.line}" in out
-        if rerun_command(primary):
-            assert f"re-run:  {rerun_command(primary)}" in out
+        if primary.rerun:
+            assert f"re-run:  {primary.rerun}" in out
         if primary.guide:
             assert "guide:   " in out
         head = out.index(f"{primary.rule_id} {primary.rule_name}")
@@ -222,8 +222,8 @@ def test_markdown(key):
     assert first.startswith("## aoti-trace: ")
     if a.primary:
         assert html.escape(a.primary.title, quote=False).replace("|", "\\|") in first
-        if rerun_command(a.primary):
-            assert rerun_command(a.primary) in out
+        if a.primary.rerun:
+            assert a.primary.rerun in out
     rows = [ln for ln in out.splitlines() if ln.startswith("|")]
     assert len(rows) == (len(a.findings) + 2 if a.findings else 0)
     for row in rows:

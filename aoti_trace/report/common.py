@@ -1,7 +1,7 @@
 """Helpers shared by the report formats. Everything here reads the :class:`~aoti_trace.analysis.Analysis` (and,
 lazily, the files it points at: trace payloads, captured logs, guides, packages); nothing writes.
 
-* :func:`rerun_command`, :func:`first_paragraph`, :func:`highlights` -- finding text helpers
+* :func:`first_paragraph`, :func:`highlights` -- finding text helpers
 * :func:`guide_file`, :func:`guide_summary` -- the rule's sub-guide (``rules/guides/...``)
 * :func:`user_location` -- the user's source frame of a finding (SARIF location, report "at:" line)
 * :func:`context_lines` -- lines around an evidence line in a captured log
@@ -30,19 +30,6 @@ MAX_CHROMIUM_EVENTS = 5000  # per run: payloads read for the timeline
 
 
 # ------------------------------------------------------------------------------------------- finding text
-def rerun_command(f: Finding) -> str | None:
-    """The copy-paste rerun command: the rule's own, else the env flags before a placeholder command."""
-    if f.rerun:
-        return f.rerun
-    if f.env_flags:
-        return " ".join(f"{k}={_shell_quote(v)}" for k, v in f.env_flags.items()) + " <your command>"
-    return None
-
-
-def _shell_quote(v: str) -> str:
-    return v if re.fullmatch(r"[\w@%+=:,./-]*", v) else "'" + v.replace("'", "'\"'\"'") + "'"
-
-
 def first_paragraph(text: str) -> str:
     return (text or "").strip().split("\n\n")[0].strip()
 

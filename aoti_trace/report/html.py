@@ -27,7 +27,6 @@ from aoti_trace.report.common import (
     guide_display,
     guide_text,
     primary_location,
-    rerun_command,
     split_highlights,
     timelines,
     user_location,
@@ -158,7 +157,7 @@ def _card(analysis: Analysis, f: Finding, primary: bool) -> str:
                          f"</code> &mdash; from {escape(view.origin)}</div>" + _src_table(view.lines, view.focus))
     if f.remedy.strip():
         parts.append("<h3>Fix</h3>" + mdlite.to_html(f.remedy))
-    rerun = rerun_command(f)
+    rerun = f.rerun
     if rerun:
         parts.append(f"<h3>Rerun to confirm</h3><pre><code>{escape(rerun)}</code></pre>")
     if f.env_flags:

@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from aoti_trace.findings import SEVERITIES
-from aoti_trace.report.common import evidence_location, guide_display, primary_location, rerun_command, user_location
+from aoti_trace.report.common import evidence_location, guide_display, primary_location, user_location
 from aoti_trace.report.json import run_summaries
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def _details(analysis: Analysis, f: Finding) -> list[str]:
         out += [f"**Your code:** {_code(f'{loc.path}:{loc.line}' if loc.line else loc.path)}", ""]
     if f.remedy.strip():
         out += ["**Fix**", "", f.remedy.strip(), ""]
-    rerun = rerun_command(f)
+    rerun = f.rerun
     if rerun:
         out += ["**Rerun to confirm**", "", _block(rerun, "sh"), ""]
     guide = guide_display(f)

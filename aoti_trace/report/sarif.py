@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from aoti_trace import __version__
-from aoti_trace.report.common import guide_display, guide_summary, primary_location, rerun_command
+from aoti_trace.report.common import guide_display, guide_summary, primary_location
 
 if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
@@ -66,7 +66,7 @@ def _physical(path: str, line: int | None, source_root: Path | None) -> dict:
 
 
 def _rule(f: Finding) -> dict:
-    rerun = rerun_command(f)
+    rerun = f.rerun
     guide = guide_display(f)
     text = f.remedy.strip()
     md = f.remedy.strip()
@@ -100,7 +100,7 @@ def _result(analysis: Analysis, f: Finding, index: int, source_root: Path | None
             "primary": f.primary,
             "fields": dict(f.fields),
             "env_flags": dict(f.env_flags),
-            "rerun": rerun_command(f),
+            "rerun": f.rerun,
             "guide": f.guide,
         },
     }

@@ -17,7 +17,6 @@ from aoti_trace.report.common import (
     evidence_location,
     first_paragraph,
     guide_display,
-    rerun_command,
     split_highlights,
     user_location,
 )
@@ -76,7 +75,7 @@ def _finding(analysis: Analysis, f: Finding, primary: bool) -> list[Line]:
     remedy = f.remedy.strip() if primary else first_paragraph(f.remedy)
     if remedy:
         out += _indent_block("  fix:     ", remedy)
-    rerun = rerun_command(f)
+    rerun = f.rerun
     if rerun:
         out.append([("  re-run:  ", "bold"), (rerun, "bold green")])
     guide = guide_display(f)
