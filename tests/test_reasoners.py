@@ -63,3 +63,13 @@ def test_ima_without_launch_blocking_is_flagged_misplaced():
     assert plain.fields["launch_blocking"] == "unset" and "possibly misplaced" in plain.message
     assert "CUDA_LAUNCH_BLOCKING=1" in plain.rerun
     assert "possibly misplaced" not in blocking.message
+
+
+def test_device_mismatch_names_devices_and_compile_device():
+    meta = analyze([CASES / "input_device_meta_checked"]).primary  # CPU package fed a meta tensor, checks on
+    assert meta.fields["got_name"] == "meta" and meta.fields["compile_device"] == "cpu"
+    cuda = analyze([CASES / "cuda_device_mismatch"]).primary  # CUDA package fed a CPU tensor, checks on
+    assert cuda.fields["got_name"] == "cpu" and cuda.fields["compile_device"] == "cuda"
+    assert "device type 0 is cpu" in cuda.message
+    pkg = analyze([CASES / "cuda_package_on_cpu_host"]).primary  # load-only run: the device comes from the .pt2
+    assert pkg.fields["compile_device"] == "cuda" and "(package)" in pkg.message

@@ -19,6 +19,8 @@ Registered:
 * ``illegal_memory_access``, ``triton_index_oob``, ``nan_assert`` -> :func:`printer_kernel`: when the run printed
   the AOTI intermediate value printer's output, names the last kernel launched without an ``after_launch`` (the
   crash site) and the inputs whose statistics are suspicious (NaN/Inf, or a max far above the others).
+* ``device_mismatch`` -> :func:`device_names`: names a numeric device type (``but got: 14`` is meta) and states
+  the compile device (``compiles.device_key`` from the trace, else the package's ``AOTI_DEVICE_KEY``).
 """
 
 from __future__ import annotations
@@ -209,3 +211,36 @@ def printer_kernel(finding: Finding, frames: Frames) -> Finding:
     if not fields:
         return finding
     return _add(finding, fields=fields, note="; ".join(notes), evidence=evidence)
+
+
+# ------------------------------------------------------------------------------------------- devices
+
+# c10::DeviceType values (c10/core/DeviceType.h), as printed by the generated input checks ("but got: 14").
+DEVICE_TYPES = {
+    0: "cpu", 1: "cuda", 2: "mkldnn", 3: "opengl", 4: "opencl", 5: "ideep", 6: "hip", 7: "fpga", 8: "maia",
+    9: "xla", 10: "vulkan", 11: "metal", 12: "xpu", 13: "mps", 14: "meta", 15: "hpu", 16: "ve", 17: "lazy",
+    18: "ipu", 19: "mtia", 20: "privateuseone",
+}
+
+
+@reasoner("device_mismatch")
+def device_names(finding: Finding, frames: Frames) -> Finding:
+    """Name numeric device types, and state the compile device from the trace or the package."""
+    fields: dict[str, str] = {}
+    notes = []
+    got = finding.fields.get("got")
+    if got is not None and got.isdigit() and int(got) in DEVICE_TYPES:
+        fields["got_name"] = DEVICE_TYPES[int(got)]
+        notes.append(f"device type {got} is {DEVICE_TYPES[int(got)]}")
+    compiled = {c["device_key"] for c in C.run_rows(frames, "compiles", finding.run_id, ["device_key"]) if c["device_key"]}
+    source = "trace"
+    if not compiled:
+        compiled = {r["value"] for r in C.run_rows(frames, "package", finding.run_id, ["model", "key", "value"])
+                    if r["key"] == "AOTI_DEVICE_KEY" and r["model"] != "<host>" and r["value"]}
+        source = "package"
+    if compiled:
+        fields["compile_device"] = ",".join(sorted(compiled))
+        notes.append(f"compiled for {fields['compile_device']} ({source})")
+    if not fields:
+        return finding
+    return _add(finding, fields=fields, note="; ".join(notes))
