@@ -73,3 +73,43 @@ def test_device_mismatch_names_devices_and_compile_device():
     assert "device type 0 is cpu" in cuda.message
     pkg = analyze([CASES / "cuda_package_on_cpu_host"]).primary  # load-only run: the device comes from the .pt2
     assert pkg.fields["compile_device"] == "cuda" and "(package)" in pkg.message
+
+
+def test_deprecated_api_names_the_call_site_and_rewrites_that_call(tmp_path):
+    case = CASES / "deprecated_aot_compile"
+    primary = analyze([case]).primary
+    assert primary.family == "deprecated_api"
+    assert primary.fields["call_site"].endswith("deprecated_aot_compile/repro.py:23")  # from the trace's stack
+    assert primary.fields["call_code"].startswith("so_path = torch._export.aot_compile(m, (x,), options=")
+    assert primary.fields["migration"].splitlines()[:2] == [
+        "ep = torch.export.export(m, (x,))",
+        'so_path = torch._inductor.aoti_compile_and_package(ep, package_path="model.pt2")',
+    ]
+    assert "At `" in primary.remedy and any(e.source == "stacks" for e in primary.evidence)
+
+
+def test_migration_for_keeps_dynamic_shapes_and_options():
+    from aoti_trace.engine.reasoners import migration_for
+
+    line = 'so = torch._export.aot_compile(model, (x, y), dynamic_shapes=ds, options={"max_autotune": True})'
+    assert migration_for(line).splitlines()[:2] == [
+        "ep = torch.export.export(model, (x, y), dynamic_shapes=ds)",
+        'so = torch._inductor.aoti_compile_and_package(ep, package_path="model.pt2", inductor_configs={"max_autotune": True})',
+    ]
+    assert migration_for("runner = torch._export.aot_load(path, 'cpu')") is None
+
+
+def test_deprecated_call_site_found_beside_a_moved_capture(tmp_path, monkeypatch):
+    import shutil
+
+    from aoti_trace.engine import reasoners
+
+    moved = tmp_path / "deprecated_aot_compile"
+    shutil.copytree(CASES / "deprecated_aot_compile", moved)
+    original = reasoners._statement_at
+    # the path recorded in the trace is not on this machine: only the copy beside the manifest is
+    monkeypatch.setattr(reasoners, "_statement_at",
+                        lambda p, line: original(p, line) if str(p).startswith(str(tmp_path)) else None)
+    primary = analyze([moved]).primary
+    assert primary.fields["call_code"].endswith('os.path.join(out_dir, "model.so")})')
+    assert "migration" in primary.fields

@@ -21,10 +21,13 @@ Registered:
   crash site) and the inputs whose statistics are suspicious (NaN/Inf, or a max far above the others).
 * ``device_mismatch`` -> :func:`device_names`: names a numeric device type (``but got: 14`` is meta) and states
   the compile device (``compiles.device_key`` from the trace, else the package's ``AOTI_DEVICE_KEY``).
+* ``deprecated_api`` -> :func:`deprecated_call_site`: the user line that called ``torch._export.aot_compile``
+  (``compiles.user_frame`` + the ``stacks`` source text) and the ``aoti_compile_and_package`` rewrite of that line.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -244,3 +247,89 @@ def device_names(finding: Finding, frames: Frames) -> Finding:
     if not fields:
         return finding
     return _add(finding, fields=fields, note="; ".join(notes))
+
+
+# ------------------------------------------------------------------------------------------- deprecated API
+
+AOT_COMPILE_CALL = re.compile(r"^(?P<lhs>[\w.\[\], ]+?)\s*=\s*torch\._export\.aot_compile\((?P<args>.*)\)\s*$")
+
+
+def migration_for(code: str) -> str | None:
+    """The aoti_compile_and_package rewrite of one ``x = torch._export.aot_compile(...)`` source line."""
+    m = AOT_COMPILE_CALL.match(code.strip())
+    if not m:
+        return None
+    args = [a.strip() for a in _split_top(m["args"])]
+    positional = [a for a in args if "=" not in a.split("(")[0]]
+    kwargs = {a.split("=", 1)[0].strip(): a.split("=", 1)[1].strip() for a in args if a not in positional}
+    if len(positional) < 2:
+        return None
+    export_args = ", ".join(positional[:3] + [f"{k}={v}" for k, v in kwargs.items() if k in ("kwargs", "dynamic_shapes")])
+    options = kwargs.get("options")
+    # package_path replaces aot_inductor.output_path; other options carry over as inductor_configs
+    compile_kw = f", inductor_configs={options}" if options and "output_path" not in options else ""
+    return (f"ep = torch.export.export({export_args})\n"
+            f"{m['lhs']} = torch._inductor.aoti_compile_and_package(ep, package_path=\"model.pt2\"{compile_kw})\n"
+            f"# and load it with torch._inductor.aoti_load_package({m['lhs']}) instead of torch._export.aot_load")
+
+
+def _split_top(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [*out, cur] if cur.strip() else out
+
+
+def _statement_at(path: Path, line: int, max_lines: int = 15) -> str | None:
+    """The whole (possibly multi-line) statement starting at ``path:line``, when the file is on this machine."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()[line - 1 : line - 1 + max_lines]
+    except (OSError, ValueError):
+        return None
+    text, depth = [], 0
+    for raw in lines:
+        text.append(raw.strip())
+        depth += sum(raw.count(c) for c in "([{") - sum(raw.count(c) for c in ")]}")
+        if depth <= 0:
+            return " ".join(text).replace("( ", "(").replace(" )", ")")
+    return None
+
+
+@reasoner("deprecated_api")
+def deprecated_call_site(finding: Finding, frames: Frames) -> Finding:
+    """The user line that called torch._export.aot_compile (from the trace's stacks), with its migration."""
+    compiles = [c for c in C.run_rows(frames, "compiles", finding.run_id, ["session", "api", "user_frame"])
+                if c["api"] == "aot_compile" and c["user_frame"]]
+    if not compiles:
+        return finding
+    site = compiles[0]["user_frame"]
+    file, _, line = site.rpartition(":")
+    stack = C.run_rows(frames, "stacks", finding.run_id, ["path", "lineno", "filename", "line", "code"])
+    row = next((r for r in stack if r["filename"] == file and str(r["line"]) == line and r["code"]), None)
+    fields = {"call_site": site}
+    evidence = []
+    if row is not None:
+        # the source file where it was captured, else a copy beside the capture's manifest (moved captures)
+        manifests = [Path(p["path"]).parent for p in C.run_rows(frames, "process", finding.run_id, ["path"])
+                     if p["path"] and p["path"].endswith("manifest.json")]
+        candidates = [Path(file)] + [d / Path(file).name for d in manifests]
+        fields["call_code"] = next((c for c in (_statement_at(p, int(line)) for p in candidates) if c),
+                                   row["code"].strip())
+        evidence.append(Evidence(source="stacks", path=row["path"], line=row["lineno"],
+                                 text=f"{site}: {fields['call_code']}"))
+        rewrite = migration_for(fields["call_code"])
+        if rewrite:
+            fields["migration"] = rewrite
+    finding = _add(finding, fields=fields, note=f"called at {site}", evidence=evidence)
+    if "migration" in fields:
+        finding = finding.model_copy(update={
+            "remedy": f"At `{site}` replace\n\n```python\n{fields['call_code']}\n```\n\nwith\n\n```python\n"
+                      f"{fields['migration']}\n```\n\n{finding.remedy}"})
+    return finding
