@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import polars as pl
+
 from aoti_trace.discover import RunInputs, discover
 from aoti_trace.findings import Finding
 from aoti_trace.frames import Frames
@@ -35,6 +37,14 @@ def build_frames(runs: list[RunInputs]) -> Frames:
 
     frames = Frames()
     for run in runs:
+        if run.is_empty():
+            where = run.root if run.root is not None else run.run_id
+            frames.add("damage", pl.DataFrame([{
+                "run_id": run.run_id, "path": str(where), "lineno": None, "kind": "no_inputs", "count": 1,
+                "detail": f"nothing to analyse under {where}: no TORCH_TRACE log, stderr/stdout file, manifest, "
+                          "exit-code file or .pt2 package",
+            }]))
+            continue
         if run.trace_files:
             frames.merge(trace.read_trace(run.trace_files, run.run_id))
         for stream, paths in (("stderr", run.stderr), ("stdout", run.stdout)):

@@ -128,7 +128,8 @@ def _summary(analysis: Analysis) -> list[Line]:
             out.append([("  log damage: none", "dim")])
         for d in run["damage"]:
             out.append([("  log damage: ", "yellow"), (f"{d['kind']} x{d['count']}", "yellow"),
-                        (f" at {d['path']}:{d['lineno']}: {d['detail']}", None)])
+                        (f" at {d['path']}" + (f":{d['lineno']}" if d["lineno"] is not None else "")
+                         + f": {d['detail']}", None)])
     counts = {s: sum(f.severity == s for f in analysis.findings) for s in SEVERITIES}
     plural = {"error": "errors", "warning": "warnings", "info": "info"}
     out.append([(", ".join(f"{n} {s if n == 1 else plural[s]}" for s, n in counts.items()), "bold")])
