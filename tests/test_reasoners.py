@@ -113,3 +113,8 @@ def test_deprecated_call_site_found_beside_a_moved_capture(tmp_path, monkeypatch
     primary = analyze([moved]).primary
     assert primary.fields["call_code"].endswith('os.path.join(out_dir, "model.so")})')
     assert "migration" in primary.fields
+
+
+def test_dtype_mismatch_names_the_scalar_type():
+    primary = analyze([CASES / "dtype_mismatch_checked"]).primary  # float32 package fed float64, checks on
+    assert primary.fields["got_name"] == "float64" and "ScalarType 7 is torch.float64" in primary.message

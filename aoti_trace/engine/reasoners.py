@@ -21,6 +21,7 @@ Registered:
   crash site) and the inputs whose statistics are suspicious (NaN/Inf, or a max far above the others).
 * ``device_mismatch`` -> :func:`device_names`: names a numeric device type (``but got: 14`` is meta) and states
   the compile device (``compiles.device_key`` from the trace, else the package's ``AOTI_DEVICE_KEY``).
+* ``dtype_mismatch`` -> :func:`dtype_names`: names a numeric ScalarType (``but got: 7`` is float64).
 * ``deprecated_api`` -> :func:`deprecated_call_site`: the user line that called ``torch._export.aot_compile``
   (``compiles.user_frame`` + the ``stacks`` source text) and the ``aoti_compile_and_package`` rewrite of that line.
 """
@@ -333,3 +334,23 @@ def deprecated_call_site(finding: Finding, frames: Frames) -> Finding:
             "remedy": f"At `{site}` replace\n\n```python\n{fields['call_code']}\n```\n\nwith\n\n```python\n"
                       f"{fields['migration']}\n```\n\n{finding.remedy}"})
     return finding
+
+
+# ------------------------------------------------------------------------------------------- dtypes
+
+# c10::ScalarType values (c10/core/ScalarType.h), as printed by the generated input checks ("but got: 7").
+SCALAR_TYPES = {
+    0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32", 7: "float64",
+    8: "complex32", 9: "complex64", 10: "complex128", 11: "bool", 12: "qint8", 13: "quint8", 14: "qint32",
+    15: "bfloat16", 16: "quint4x2", 17: "quint2x4", 23: "float8_e5m2", 24: "float8_e4m3fn",
+}
+
+
+@reasoner("dtype_mismatch")
+def dtype_names(finding: Finding, frames: Frames) -> Finding:
+    """Name a numeric ScalarType (``but got: 7`` is float64)."""
+    got = finding.fields.get("got")
+    if got is None or not got.isdigit() or int(got) not in SCALAR_TYPES:
+        return finding
+    name = SCALAR_TYPES[int(got)]
+    return _add(finding, fields={"got_name": name}, note=f"ScalarType {got} is torch.{name}")
