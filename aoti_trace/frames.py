@@ -90,12 +90,14 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
         },
     ),
     "stacks": (
-        "Stack frames logged with records (dynamo_start and id-less AOTI/export records), interned names resolved.",
+        "Stack frames logged with records (dynamo_start and id-less AOTI/export records), interned names resolved: "
+        "one set of frames per distinct stack per compile session.",
         {
             "run_id": (Str, "analysed run"),
             "path": (Str, "trace file"),
-            "lineno": (I64, "line of the record the stack belongs to"),
+            "lineno": (I64, "line of the first record of the session that logged this stack"),
             "session": (I32, "compile session"),
+            "records": (I32, "number of records of the session that logged this stack"),
             "depth": (I32, "0 = outermost frame"),
             "filename": (Str, "source file of the frame (resolved from the str table)"),
             "line": (I32, "line in that source file"),

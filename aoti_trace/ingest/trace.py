@@ -54,7 +54,7 @@ import polars as pl
 
 from aoti_trace.frames import Frames
 from aoti_trace.ingest import trace_meta as meta
-from aoti_trace.ingest.trace_index import STACK_SEP, header_text, index_file
+from aoti_trace.ingest.trace_index import CATEGORICAL, STACK_SEP, header_text, index_file
 
 THOROUGH_LIMIT = 64 * 1024 * 1024  # bytes: full MD5 + JSON checks below this file size when verify=None
 RANK_FILE_RE = re.compile(r"rank_(\d+)_")
@@ -132,13 +132,12 @@ def _read_file(path: Path, run_id: str, verify: bool | None, frames: Frames) -> 
             problems.add("empty_file", None, f"{shown} is empty (the process wrote no record)")
             return
         thorough = verify if verify is not None else size <= THOROUGH_LIMIT
-        idx, how = index_file(local, size, keep_text=thorough)
         with open(local, "rb") as fh:
             fh.seek(max(0, size - 1))
             ends_with_newline = fh.read(1) == b"\n"
         file_rank = RANK_FILE_RE.search(path.name)
         with open(local, "rb") as fh:
-            _build(idx, fh, shown, run_id, int(file_rank[1]) if file_rank else None, thorough,
+            _build(local, size, fh, shown, run_id, int(file_rank[1]) if file_rank else None, thorough,
                    ends_with_newline, problems, frames)
     finally:
         if tmp:
@@ -179,8 +178,13 @@ def _texts(hdr: pl.DataFrame, fh) -> list[str]:
     return [header_text(fh, off, width) for off, width in hdr.select("offset", "width").iter_rows()]
 
 
-def _build(idx: pl.DataFrame, fh, shown: str, run_id: str, file_rank: int | None, thorough: bool,
+def _build(local: str, size: int, fh, shown: str, run_id: str, file_rank: int | None, thorough: bool,
            ends_with_newline: bool, problems: meta.Problems, frames: Frames) -> None:
+    """Index ``local`` and add its frames. Memory (bench/RESULTS.md): the index is dropped as soon as the frames
+    that share its columns exist, and the compile rows (JSON decoding, little allocation) are built before the
+    large frames, which gives the allocator time to return the streaming query's freed buffers."""
+    idx, _ = index_file(local, size, keep_text=thorough)
+    idx = idx.drop("fffd", "other_end")  # (used by the indexer only)
     last_rec = idx["rec"].max()
     # ---- lines before the first header
     lead = idx.filter(pl.col("lineno").is_null() & (pl.col("pay_lines") > 0))
@@ -188,6 +192,7 @@ def _build(idx: pl.DataFrame, fh, shown: str, run_id: str, file_rank: int | None
         problems.add("orphan_payload", 1 if lead["pay_start"][0] == 0 else None,
                      f"{lead['pay_lines'][0]} payload line(s) before the first record header", int(lead["pay_lines"][0]))
     hdr = _keep(idx, pl.col("lineno").is_not_null())
+    del idx
     # ---- bad UTF-8 (exact path only)
     bad = hdr.filter(pl.col("bad_utf8") > 0)
     if bad.height:
@@ -235,33 +240,42 @@ def _build(idx: pl.DataFrame, fh, shown: str, run_id: str, file_rank: int | None
     # ---- MD5
     md5_ok = _check_md5(hdr, fh, thorough, last_rec, problems)
     # ---- interned strings and stacks
-    strings: dict[int, str] = {}
-    str_rows = hdr.filter(pl.col("event") == "str")
-    for lineno, text in zip(str_rows["lineno"], _texts(str_rows, fh)):
-        got = meta.parse_str_record(text, lineno, problems)
-        if got:
-            strings[got[0]] = got[1]
+    strings = _interned(hdr, fh, problems)
     stack_of = _stacks(hdr, fh, strings, problems)  # stack_hash -> (frames, api, user_frame)
     # ---- sessions
     session = _sessions(hdr, stack_of)
     base = hdr.select(pl.exclude("json_text")).with_columns(session=session, md5_ok=md5_ok,
                                                          compile_id=_display_compile_id())
+    del hdr, md5_ok, session
+    compiles = _compiles(base, fh, stack_of, run_id, shown, problems)
+    stacks = _stack_rows(base, stack_of, run_id, shown)
+    text = {c: _strings(base[c]) for c in CATEGORICAL}
     events = base.select(
         pl.lit(run_id).alias("run_id"), pl.lit(shown).alias("path"), "lineno",
         pl.coalesce("rank", "rank_prefix", pl.lit(file_rank, pl.Int32)).alias("rank"),
-        "level", "time", "pid", "src", "event", "compile_id",
-        "session", "name", "encoding",
+        pl.lit(text["level"]), "time", "pid", pl.lit(text["src"]), pl.lit(text["event"]), "compile_id",
+        "session", pl.lit(text["name"]), pl.lit(text["encoding"]),
         pl.col("pay_start").alias("payload_offset"), (pl.col("pay_end") - pl.col("pay_start")).alias("payload_length"),
         pl.col("pay_lines").alias("payload_lines"), "md5", "md5_ok",
     )
+    del text, base  # the index columns that no frame shares are freed here
     frames.add("events", events)
     frames.add("artifacts", events.filter(pl.col("md5").is_not_null()).select(
         "run_id", "path", "lineno", "rank", "session", "event", "name", "encoding", "payload_offset",
         "payload_length", "md5_ok"))
-    frames.add("stacks", _stack_rows(base, stack_of, run_id, shown))
-    compiles = _compiles(base, fh, stack_of, run_id, shown, problems)
+    del events
+    frames.add("stacks", stacks)
     if compiles.height:
         frames.add("compiles", compiles)
+
+
+def _strings(col: pl.Series) -> pl.Series:
+    """A Categorical index column as String: a gather from its distinct values, so every row is a 16-byte view
+    into one small buffer (``cast(pl.String)`` would copy the text of every row)."""
+    if col.dtype != pl.Categorical:
+        return col
+    distinct = col.unique().drop_nulls().cast(pl.String).sort()
+    return distinct.gather(col.cast(pl.Enum(distinct)).to_physical()).alias(col.name)
 
 
 def _keep(df: pl.DataFrame, predicate: pl.Expr) -> pl.DataFrame:
@@ -300,6 +314,18 @@ def _check_md5(hdr: pl.DataFrame, fh, thorough: bool, last_rec: int, problems: m
     checked = pl.DataFrame({"rec": list(results), "ok": list(results.values())},
                            schema={"rec": pl.Int64, "ok": pl.Boolean})
     return hdr.select("rec").join(checked, on="rec", how="left", maintain_order="left")["ok"].alias("md5_ok")
+
+
+def _interned(hdr: pl.DataFrame, fh, problems: meta.Problems) -> dict[int, str]:
+    """The ``str`` table: interned id -> path. (A function: the few filtered rows would otherwise stay alive
+    until the end of :func:`_build`, and a filtered frame can keep the whole buffers of its string columns.)"""
+    strings: dict[int, str] = {}
+    rows = hdr.filter(pl.col("event") == "str")
+    for lineno, text in zip(rows["lineno"], _texts(rows, fh)):
+        got = meta.parse_str_record(text, lineno, problems)
+        if got:
+            strings[got[0]] = got[1]
+    return strings
 
 
 def _stacks(hdr: pl.DataFrame, fh, strings: dict[int, str], problems: meta.Problems) -> dict:
@@ -352,7 +378,8 @@ def _sessions(hdr: pl.DataFrame, stack_of: dict) -> pl.Series:
 
 
 def _stack_rows(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str) -> pl.DataFrame:
-    """One set of frames per distinct stack per session (first record that logged it)."""
+    """One set of frames per distinct stack per session: ``lineno`` of the first record that logged it, ``records``
+    = how many records of the session logged it."""
     ids = {key: i for i, key in enumerate(stack_of)}
     table = pl.DataFrame(
         [{"sid": ids[key], "depth": f.depth, "filename": f.filename, "line": f.line, "function": f.function,
@@ -363,13 +390,13 @@ def _stack_rows(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str) -> 
     firsts = (
         base.select("session", "stack_hash", "lineno").filter(pl.col("stack_hash").is_not_null())
         .group_by(["session", "stack_hash"], maintain_order=True)
-        .agg(pl.col("lineno").first())
+        .agg(pl.col("lineno").first(), records=pl.len().cast(pl.Int32))
         .with_columns(sid=pl.col("stack_hash").replace_strict(ids, default=None, return_dtype=pl.Int64))
     )
     return (
         firsts.join(table, on="sid", how="inner", maintain_order="left_right")
-        .select(pl.lit(run_id).alias("run_id"), pl.lit(shown).alias("path"), "lineno", "session", "depth", "filename",
-                "line", "function", "code", "is_user")
+        .select(pl.lit(run_id).alias("run_id"), pl.lit(shown).alias("path"), "lineno", "session", "records", "depth",
+                "filename", "line", "function", "code", "is_user")
     )
 
 
@@ -378,6 +405,8 @@ def _compiles(base: pl.DataFrame, fh, stack_of: dict, run_id: str, shown: str,
     ev, name = pl.col("event"), pl.col("name")
     tv = (ev == "artifact") & (name == "torch_version")
     cm = ev == "compilation_metrics"
+    names = base["name"].unique().drop_nulls().cast(pl.String)  # (Categorical: no str namespace)
+    aoti_names = names.filter(names.str.starts_with("inductor_aot")).to_list()
     per = (
         base.group_by("session", maintain_order=True)
         .agg(
@@ -385,7 +414,7 @@ def _compiles(base: pl.DataFrame, fh, stack_of: dict, run_id: str, shown: str,
             rank=pl.col("rank").drop_nulls().first(),
             last_lineno=pl.col("lineno").last(),
             last_cid=pl.col("compile_id").drop_nulls().last(),
-            aoti_dump=((ev == "graph_dump") & name.str.starts_with("inductor_aot")).any(),
+            aoti_dump=((ev == "graph_dump") & name.is_in(aoti_names)).any(),
             stacks=pl.col("stack_hash").drop_nulls().unique(maintain_order=True),
             cm_lineno=pl.col("lineno").filter(cm).last(),
             cm_cid=pl.col("compile_id").filter(cm).last(),

@@ -64,7 +64,8 @@ INDEX_COLUMNS = [
     "rank", "ca", "fid", "fcid", "att", "md5", "name", "encoding", "stack_hash", "looks_complete",
     "fffd", "pay_start", "pay_end", "pay_lines", "other_end", "bad_utf8",
 ]
-SCAN_ENV = {"POLARS_CSV_CHUNK_SIZE": str(1 << 20), "POLARS_CSV_CHUNK_PREFETCH_LIMIT": "1"}
+CATEGORICAL = ("level", "src", "event", "name", "encoding")  # low-cardinality text columns of the index
+SCAN_ENV = {"POLARS_CSV_CHUNK_SIZE": str(2 << 20), "POLARS_CSV_CHUNK_PREFETCH_LIMIT": "1"}
 
 
 class Inexact(Exception):
@@ -92,10 +93,10 @@ def _extract(lf: pl.LazyFrame, keep_text: bool) -> pl.LazyFrame:
         src=h("src"),
         event=h("event"),
         rank=pl.coalesce(tl("rank"), t.str.extract(RANK_BEFORE_STACK_RE, 1)).cast(pl.Int32),
-        ca=tl("ca").cast(pl.Int64),
-        fid=tl("fid").cast(pl.Int64),
-        fcid=tl("fcid").cast(pl.Int64),
-        att=tl("att").cast(pl.Int64),
+        ca=tl("ca").cast(pl.Int32),
+        fid=tl("fid").cast(pl.Int32),
+        fcid=tl("fcid").cast(pl.Int32),
+        att=tl("att").cast(pl.Int32),
         # the last 34 characters are ASCII here; to_lowercase (a no-op on hex) copies: a slice is a view that
         # would keep the whole chunk of header text alive (measured: 1.1 GB peak instead of 0.25 GB at 1 GB)
         md5=pl.when(t.str.contains(MD5_RE)).then(t.str.slice(-34, 32).str.to_lowercase()),
@@ -108,7 +109,9 @@ def _extract(lf: pl.LazyFrame, keep_text: bool) -> pl.LazyFrame:
     )
     if keep_text:
         lf = lf.with_columns(json_text=t)
-    return lf.drop("head", "tail", "ne", "text")
+    # a few dozen distinct values per file: 4-byte codes instead of a string per row (the frames get String
+    # columns that share one small buffer of distinct values: ingest.trace._strings)
+    return lf.drop("head", "tail", "ne", "text").with_columns(pl.col(*CATEGORICAL).cast(pl.Categorical))
 
 
 @contextmanager
@@ -124,22 +127,77 @@ def _scan_env():
             os.environ.pop(k, None)
 
 
-def _scan_headers(path: str, keep_text: bool) -> pl.DataFrame:
-    """Streaming pass: header rows and blank rows (``text`` null, rare), with line number, offset and width.
-
-    One cumulative sum only (the byte offset): every cumulative expression is a separate branch of the streaming
-    graph whose rows are buffered until the branches are zipped together again, so it is kept narrow.
-    """
-    lines = (
+def _lines(path: str) -> pl.LazyFrame:
+    """The file as one string column ``text``, one row per physical line, with ``lineno`` and byte ``width``."""
+    return (
         pl.scan_csv(
             path, has_header=False, separator="\x01", quote_char=None, new_columns=["text"],
             infer_schema=False, encoding="utf8-lossy", truncate_ragged_lines=True, comment_prefix=None,
         )
         .with_row_index("lineno", offset=1)
-        # Int64 before the cumulative sum: len_bytes is UInt32 and would overflow past 4 GiB (§11.2)
+        # Int64 before any sum: len_bytes is UInt32 and would overflow past 4 GiB (§11.2)
         .with_columns(width=pl.col("text").str.len_bytes().fill_null(0).cast(pl.Int64) + 1)
+    )
+
+
+class _MorselOffsets:
+    """``LazyFrame.map_batches`` function: byte offset of each line within its morsel (``local``), and the
+    (first line, rows, bytes) of every morsel it saw, from which :meth:`offsets` derives file offsets.
+
+    A streaming ``cum_sum`` over the whole file is a separate branch of the streaming graph: the text morsels
+    wait in a multiplexer until the branches are zipped again, and the slow regex work downstream lets hundreds of
+    MB pile up there (bench/RESULTS.md). A per-morsel sum is an ordinary pipeline step (no zip): the morsels
+    may arrive in any order and from any thread, their bases are added up afterwards.
+    """
+
+    LOCAL = (pl.col("width").cum_sum() - pl.col("width")).alias("local")
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[int, int, int]] = []
+
+    def __call__(self, df: pl.DataFrame) -> pl.DataFrame:
+        out = df.with_columns(self.LOCAL)
+        if df.height:
+            self.parts.append((df["lineno"][0], df.height, df["width"].sum()))
+        return out
+
+    def offsets(self, hdr: pl.DataFrame) -> pl.Series | None:
+        """File offsets of the rows of ``hdr`` (``lineno``, ``local``); None unless the morsels tile the file."""
+        parts = sorted(self.parts)
+        first = [p[0] for p in parts]
+        if not parts or first[0] != 1 or any(a[0] + a[1] != b[0] for a, b in zip(parts, parts[1:])):
+            return None  # not contiguous, complete morsels (a pushed-down filter, a changed engine): no offsets
+        bases, total = [], 0
+        for _, _, nbytes in parts:
+            bases.append(total)
+            total += nbytes
+        at = pl.Series(first, dtype=pl.Int64).search_sorted(hdr["lineno"], side="right") - 1
+        return (pl.Series(bases, dtype=pl.Int64).gather(at) + hdr["local"]).alias("offset")
+
+
+def _scan_headers(path: str, keep_text: bool) -> pl.DataFrame:
+    """Streaming pass: header rows and blank rows (``text`` null, rare), with line number, offset and width."""
+    payload = pl.col("text").str.starts_with("\t").fill_null(False)
+    morsels = _MorselOffsets()
+    lines = (
+        _lines(path)
+        .select("lineno", "width", "text")
+        .map_batches(morsels, streamable=True, schema={"lineno": pl.UInt32, "width": pl.Int64, "text": pl.String,
+                                                        "local": pl.Int64})
+        .filter(~payload)
+        .select(pl.col("lineno").cast(pl.Int64), "local", "width", "text")
+    )
+    with _scan_env():
+        rows = _extract(lines, keep_text).collect(engine="streaming")
+    offset = morsels.offsets(rows)
+    if offset is not None and rows["lineno"].is_sorted():
+        return rows.with_columns(offset).drop("local")
+    del rows
+    # fallback: one streaming cumulative sum (exact, but the multiplexer buffers text: more memory)
+    lines = (
+        _lines(path)
         .with_columns(offset=pl.col("width").cum_sum() - pl.col("width"))
-        .filter(~pl.col("text").str.starts_with("\t").fill_null(False))
+        .filter(~payload)
         .select(pl.col("lineno").cast(pl.Int64), "offset", "width", "text")
     )
     with _scan_env():
