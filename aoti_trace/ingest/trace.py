@@ -184,7 +184,11 @@ def _build(local: str, size: int, fh, shown: str, run_id: str, file_rank: int | 
     that share its columns exist, and the compile rows (JSON decoding, little allocation) are built before the
     large frames, which gives the allocator time to return the streaming query's freed buffers."""
     idx, _ = index_file(local, size, keep_text=thorough)
-    idx = idx.drop("fffd", "other_end")  # (used by the indexer only)
+    # fffd, other_end: used by the indexer only. time, md5: copied into one exactly sized buffer each (the
+    # streaming query leaves one partly filled buffer per morsel: ~45 instead of ~30 MB per GB of log each);
+    # lower-casing copies and changes nothing here (digits and punctuation, lower-case hex). Done now, so that the
+    # freed buffers are returned to the OS during the JSON decoding below, before the large frames are built.
+    idx = idx.drop("fffd", "other_end").with_columns(pl.col("time", "md5").str.to_lowercase())
     last_rec = idx["rec"].max()
     # ---- lines before the first header
     lead = idx.filter(pl.col("lineno").is_null() & (pl.col("pay_lines") > 0))
@@ -247,8 +251,6 @@ def _build(local: str, size: int, fh, shown: str, run_id: str, file_rank: int | 
     base = hdr.select(pl.exclude("json_text")).with_columns(session=session, md5_ok=md5_ok,
                                                          compile_id=_display_compile_id())
     del hdr, md5_ok, session
-    compiles = _compiles(base, fh, stack_of, run_id, shown, problems)
-    stacks = _stack_rows(base, stack_of, run_id, shown)
     text = {c: _strings(base[c]) for c in CATEGORICAL}
     events = base.select(
         pl.lit(run_id).alias("run_id"), pl.lit(shown).alias("path"), "lineno",
@@ -258,12 +260,20 @@ def _build(local: str, size: int, fh, shown: str, run_id: str, file_rank: int | 
         pl.col("pay_start").alias("payload_offset"), (pl.col("pay_end") - pl.col("pay_start")).alias("payload_length"),
         pl.col("pay_lines").alias("payload_lines"), "md5", "md5_ok",
     )
-    del text, base  # the index columns that no frame shares are freed here
+    keys = base.select("session", "stack_hash", "lineno", "rank", "compile_id", "event", "name", "offset", "width",
+                       "looks_complete")
+    # the index columns that no frame shares are freed before the JSON decoding of the compile rows (~1 s per GB,
+    # little allocation), which gives the allocator time to return them before the stacks are built
+    del text, base
+    compiles = _compiles(keys, fh, stack_of, run_id, shown, problems)
     frames.add("events", events)
-    frames.add("artifacts", events.filter(pl.col("md5").is_not_null()).select(
+    has_payload = events["md5"].is_not_null()  # (select, then filter: a filter copies every column)
+    frames.add("artifacts", events.select(
         "run_id", "path", "lineno", "rank", "session", "event", "name", "encoding", "payload_offset",
-        "payload_length", "md5_ok"))
+        "payload_length", "md5_ok").filter(has_payload))
     del events
+    stacks = _stack_rows(keys, stack_of, run_id, shown)
+    del keys
     frames.add("stacks", stacks)
     if compiles.height:
         frames.add("compiles", compiles)
@@ -331,7 +341,9 @@ def _interned(hdr: pl.DataFrame, fh, problems: meta.Problems) -> dict[int, str]:
 def _stacks(hdr: pl.DataFrame, fh, strings: dict[int, str], problems: meta.Problems) -> dict:
     """Decoded frames of each distinct stack (by hash); the header of its first record is re-read."""
     out: dict[int, tuple] = {}
-    rows = hdr.filter(pl.col("stack_hash").is_not_null()).group_by("stack_hash", maintain_order=True).agg(
+    rows = hdr.select("stack_hash", "lineno", "event", "offset", "width")  # select, then filter (a filter copies
+    rows = rows.filter(pl.col("stack_hash").is_not_null())                # every column of its frame)
+    rows = rows.group_by("stack_hash", maintain_order=True).agg(
         pl.col("lineno").first(), pl.col("event").first(), pl.col("offset").first(), pl.col("width").first())
     for (key, lineno, event, _, _), text in zip(rows.iter_rows(), _texts(rows, fh)):
         raw = meta.parse_stack(text.split(STACK_SEP, 1)[1])
@@ -379,25 +391,36 @@ def _sessions(hdr: pl.DataFrame, stack_of: dict) -> pl.Series:
 
 def _stack_rows(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str) -> pl.DataFrame:
     """One set of frames per distinct stack per session: ``lineno`` of the first record that logged it, ``records``
-    = how many records of the session logged it."""
-    ids = {key: i for i, key in enumerate(stack_of)}
+    = how many records of the session logged it.
+
+    Built by two gathers (pair rows repeated, table rows in runs) rather than a join: the result is ~2 M rows
+    per GB of log, and a join's intermediates are as large again."""
     table = pl.DataFrame(
-        [{"sid": ids[key], "depth": f.depth, "filename": f.filename, "line": f.line, "function": f.function,
-          "code": f.code, "is_user": f.is_user} for key, (frames, _, _) in stack_of.items() for f in frames],
-        schema={"sid": pl.Int64, "depth": pl.Int32, "filename": pl.String, "line": pl.Int32, "function": pl.String,
+        [{"depth": f.depth, "filename": f.filename, "line": f.line, "function": f.function, "code": f.code,
+          "is_user": f.is_user} for frames, _, _ in stack_of.values() for f in frames],
+        schema={"depth": pl.Int32, "filename": pl.String, "line": pl.Int32, "function": pl.String,
                 "code": pl.String, "is_user": pl.Boolean},
     )
+    start, count = {}, {}
+    at = 0
+    for key, (frames, _, _) in stack_of.items():
+        start[key], count[key] = at, len(frames)
+        at += len(frames)
     firsts = (
-        base.select("session", "stack_hash", "lineno").filter(pl.col("stack_hash").is_not_null())
+        base.select("session", "stack_hash", "lineno").filter(pl.col("stack_hash").is_in(list(start)))
         .group_by(["session", "stack_hash"], maintain_order=True)
         .agg(pl.col("lineno").first(), records=pl.len().cast(pl.Int32))
-        .with_columns(sid=pl.col("stack_hash").replace_strict(ids, default=None, return_dtype=pl.Int64))
+        .with_columns(
+            start=pl.col("stack_hash").replace_strict(start, return_dtype=pl.UInt32),
+            n=pl.col("stack_hash").replace_strict(count, return_dtype=pl.UInt32),
+        )
     )
-    return (
-        firsts.join(table, on="sid", how="inner", maintain_order="left_right")
-        .select(pl.lit(run_id).alias("run_id"), pl.lit(shown).alias("path"), "lineno", "session", "records", "depth",
-                "filename", "line", "function", "code", "is_user")
-    )
+    pair = firsts.select(pl.int_range(pl.len(), dtype=pl.UInt32).repeat_by("n").explode().drop_nulls())["literal"]
+    rows = firsts.select(pl.int_ranges("start", pl.col("start") + pl.col("n"), dtype=pl.UInt32).explode()
+                         .drop_nulls())["start"]
+    out = firsts.select("lineno", "session", "records")[pair].hstack(table[rows].get_columns())
+    return out.select(pl.lit(run_id).alias("run_id"), pl.lit(shown).alias("path"), "lineno", "session", "records",
+                      "depth", "filename", "line", "function", "code", "is_user")
 
 
 def _compiles(base: pl.DataFrame, fh, stack_of: dict, run_id: str, shown: str,
