@@ -129,6 +129,41 @@ def test_fast_and_exact_index_agree(case):
         assert fast.equals(exact)
 
 
+def test_fast_index_without_morsel_offsets_falls_back_to_one_cumulative_sum(monkeypatch):
+    from aoti_trace.ingest import trace_index
+
+    folder = CASES / "two_rank" / "trace"
+    want = [index_exact(str(p), keep_text=False) for p in traces(folder)]
+    monkeypatch.setattr(trace_index._MorselOffsets, "offsets", lambda self, hdr: None)
+    assert all(index_fast(str(p), keep_text=False).equals(w) for p, w in zip(traces(folder), want))
+
+
+def test_morsel_offsets_need_contiguous_complete_morsels():
+    from aoti_trace.ingest.trace_index import _MorselOffsets
+
+    hdr = pl.DataFrame({"lineno": [1, 4, 6], "local": [0, 7, 3]})
+    m = _MorselOffsets()
+    m.parts = [(4, 3, 50), (1, 3, 40)]  # lines 1-3 (40 bytes) and 4-6, seen out of order
+    assert m.offsets(hdr).to_list() == [0, 47, 43]
+    m.parts = [(1, 3, 40), (5, 2, 50)]  # line 4 missing
+    assert m.offsets(hdr) is None
+
+
+@pytest.mark.parametrize("case", ["two_rank", "missing_kwarg_at_call"])  # (the latter: a stack logged twice)
+def test_stacks_one_set_per_distinct_stack_per_session(case):
+    folder = CASES / case / "trace"
+    st = read(folder)["stacks"]
+    sets = st.group_by("path", "session", "lineno", maintain_order=True).agg(
+        pl.col("records").unique(), pl.col("depth"), pl.col("filename"), pl.col("line"))
+    assert sets["records"].list.len().eq(1).all() and sets["records"].list.first().min() >= 1
+    assert all(d == list(range(len(d))) for d in sets["depth"].to_list())  # outermost first, complete
+    # a stack appears once per session, and the counts add up to the records that logged a stack
+    assert sets.select("path", "session", "filename", "line").is_unique().all()
+    logged = sum(sum(1 for line in p.read_bytes().split(b"\n") if b'"stack": [' in line and not line.startswith(b"\t"))
+                 for p in traces(folder))
+    assert sets["records"].list.first().sum() == logged
+
+
 def test_cheap_mode_checks_only_the_last_payload():
     frames = read(CASES / "ok_compile_load_run" / "trace", verify=False)
     md5 = frames["events"].filter(pl.col("md5").is_not_null())["md5_ok"]

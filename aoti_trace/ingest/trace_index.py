@@ -3,21 +3,22 @@
 Two interchangeable indexers produce the same table (see :func:`index_file`):
 
 * **fast path** (trace-format.md §11.1): one Polars streaming query over the file read as one string column
-  (``scan_csv`` with separator ``\\x01``, no quoting, UTF-8 lossy). Each line's byte width gives a running byte
-  offset; running counts of payload (TAB) lines and blank lines are carried along, and only header lines leave the
-  query, with a few anchored regex extracts and a 64-bit hash of the stack text. No join and no group-by: a
-  record's payload range follows from two consecutive headers (payload = everything between them when no blank
-  line is there; the rare records with blank lines, the lines before the first header and the tail after the last
-  header are measured exactly from the raw bytes). Header texts are not kept (unless ``keep_text``): the few
-  records whose JSON is decoded (``str``, ``compilation_metrics``, one per distinct stack) are re-read afterwards
-  by byte range with :func:`header_text`.
+  (``scan_csv`` with separator ``\\x01``, no quoting, UTF-8 lossy). Each line's byte width gives its byte offset:
+  a sum within each morsel (a ``map_batches`` step, :class:`_MorselOffsets`) plus the bytes of the morsels before
+  it, added up afterwards (no streaming ``cum_sum``, whose branch buffers text: bench/RESULTS.md). Only header
+  lines leave the query, with a few anchored regex extracts (low-cardinality ones as ``Categorical``) and a 64-bit
+  hash of the stack text. No join and no group-by: a record's payload range follows from two consecutive headers
+  (payload = everything between them when no blank line is there; the rare records with blank lines, the lines
+  before the first header and the tail after the last header are measured exactly from the raw bytes). Header
+  texts are not kept (unless ``keep_text``): the few records whose JSON is decoded (``str``,
+  ``compilation_metrics``, one per distinct stack) are re-read afterwards by byte range with :func:`header_text`.
 * **exact path** (§11.2): a Python scanner over the raw bytes, used when the decoded line widths cannot be trusted:
   CRLF line endings, invalid UTF-8, raw ``\\x01`` bytes (detected because the last header is not where the decoded
   widths put it, the tail after it does not decode, or CRLF in the first 64 KiB), or a Polars error on the file.
   It also counts lines holding invalid UTF-8 (``bad_utf8`` damage) and strips ``\\r`` before ``\\n``.
 
 Byte offsets always refer to the (decompressed) file; ``payload_length`` includes the TABs and newlines on disk.
-Memory: the streaming query reads the file in 1 MiB chunks with one chunk prefetched (``POLARS_CSV_CHUNK_SIZE``,
+Memory: the streaming query reads the file in 2 MiB chunks with one chunk prefetched (``POLARS_CSV_CHUNK_SIZE``,
 ``POLARS_CSV_CHUNK_PREFETCH_LIMIT``, set for the query unless the caller set them); the defaults keep several
 256 MiB windows of the memory-mapped file resident (bench/RESULTS.md).
 """
@@ -264,7 +265,7 @@ def index_fast(path: str, keep_text: bool) -> pl.DataFrame:
     rows = _scan_headers(path, keep_text)
     blank = pl.col("width") == 1  # a header line is never empty
     rows = rows.with_columns(rec=(~blank).cast(pl.Int64).cum_sum())  # blank rows: the record they follow
-    blank_recs = rows.filter(blank)["rec"].unique().to_list()
+    blank_recs = rows.select("rec", "width").filter(blank)["rec"].unique().to_list()  # (select, then filter)
     hdr = rows.filter(~blank) if blank_recs else rows  # (a filter copies every column)
     if hdr.is_empty():
         raise Inexact  # no header at all: nothing to anchor the offsets (tiny or damaged file)
@@ -290,7 +291,7 @@ def index_fast(path: str, keep_text: bool) -> pl.DataFrame:
             ps, pe, pn, oe = _measure(fh.read(first_offset), 0)
             patches.append({"rec": 0, "pay_start": ps, "pay_end": pe, "pay_lines": pn, "other_end": oe})
         for rec, off, width, nxt_off in (
-            hdr.filter("exact").select("rec", "offset", "width", "nxt").iter_rows()
+            hdr.select("rec", "offset", "width", "nxt", "exact").filter("exact").drop("exact").iter_rows()
         ):
             start = off + width
             end = size if nxt_off is None else nxt_off
