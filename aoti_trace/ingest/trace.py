@@ -414,10 +414,10 @@ def _stack_rows(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str) -> 
             start=pl.col("stack_hash").replace_strict(start, return_dtype=pl.UInt32),
             n=pl.col("stack_hash").replace_strict(count, return_dtype=pl.UInt32),
         )
+        .filter(pl.col("n") > 0)  # (a stack without frames has no rows; explode would give it a null)
     )
-    pair = firsts.select(pl.int_range(pl.len(), dtype=pl.UInt32).repeat_by("n").explode().drop_nulls())["literal"]
-    rows = firsts.select(pl.int_ranges("start", pl.col("start") + pl.col("n"), dtype=pl.UInt32).explode()
-                         .drop_nulls())["start"]
+    pair = firsts.select(pl.int_range(pl.len(), dtype=pl.UInt32).repeat_by("n").explode())["literal"]
+    rows = firsts.select(pl.int_ranges("start", pl.col("start") + pl.col("n"), dtype=pl.UInt32).explode())["start"]
     out = firsts.select("lineno", "session", "records")[pair].hstack(table[rows].get_columns())
     return out.select(pl.lit(run_id).alias("run_id"), pl.lit(shown).alias("path"), "lineno", "session", "records",
                       "depth", "filename", "line", "function", "code", "is_user")
