@@ -18,7 +18,7 @@ Two interchangeable indexers produce the same table (see :func:`index_file`):
   It also counts lines holding invalid UTF-8 (``bad_utf8`` damage) and strips ``\\r`` before ``\\n``.
 
 Byte offsets always refer to the (decompressed) file; ``payload_length`` includes the TABs and newlines on disk.
-Memory: the streaming query reads the file in 2 MiB chunks with one chunk prefetched (``POLARS_CSV_CHUNK_SIZE``,
+Memory: the streaming query reads the file in 4 MiB chunks with one chunk prefetched (``POLARS_CSV_CHUNK_SIZE``,
 ``POLARS_CSV_CHUNK_PREFETCH_LIMIT``, set for the query unless the caller set them); the defaults keep several
 256 MiB windows of the memory-mapped file resident (bench/RESULTS.md).
 """
@@ -66,7 +66,7 @@ INDEX_COLUMNS = [
     "fffd", "pay_start", "pay_end", "pay_lines", "other_end", "bad_utf8",
 ]
 CATEGORICAL = ("level", "src", "event", "name", "encoding")  # low-cardinality text columns of the index
-SCAN_ENV = {"POLARS_CSV_CHUNK_SIZE": str(2 << 20), "POLARS_CSV_CHUNK_PREFETCH_LIMIT": "1"}
+SCAN_ENV = {"POLARS_CSV_CHUNK_SIZE": str(4 << 20), "POLARS_CSV_CHUNK_PREFETCH_LIMIT": "1"}
 
 
 class Inexact(Exception):
