@@ -7,8 +7,8 @@ captured here (tests/data/engine/cpp_march_bogus.*: TORCHINDUCTOR_CPP_MARCH=bogu
 from __future__ import annotations
 
 import json
-import textwrap
 import re
+import textwrap
 from pathlib import Path
 
 import polars as pl

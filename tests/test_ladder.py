@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from aoti_trace.findings import Finding
-from aoti_trace.ladder import STAGES, is_definite, last_launched_kernel, not_definite_because, run_ladder
+from aoti_trace.ladder import (
+    STAGES,
+    is_definite,
+    last_launched_kernel,
+    not_definite_because,
+    run_ladder,
+)
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 DATA = Path(__file__).parent / "data" / "capture"

@@ -12,12 +12,19 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+import polars as pl
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from aoti_trace.findings import FAMILIES, Family
 from aoti_trace.frames import SCHEMAS
-
-import polars as pl
 
 SCHEMA_VERSION = 1
 

@@ -12,7 +12,12 @@ import re
 from typing import TYPE_CHECKING
 
 from aoti_trace.findings import SEVERITIES
-from aoti_trace.report.common import evidence_location, guide_display, primary_location, user_location
+from aoti_trace.report.common import (
+    evidence_location,
+    guide_display,
+    primary_location,
+    user_location,
+)
 from aoti_trace.report.json import run_summaries
 
 if TYPE_CHECKING:
