@@ -385,7 +385,7 @@ def test_mdlite_links_and_escapes():
 def test_render_rejects_unknown_format():
     with pytest.raises(ValueError):
         render(case("ok_compile_load_run"), "xml")
-    assert set(FORMATS) == {"text", "json", "jsonl", "sarif", "html", "markdown"}
+    assert set(FORMATS) == {"text", "json", "jsonl", "sarif", "html", "markdown", "github"}
 
 
 def test_sample_report_is_from_a_real_fixture():

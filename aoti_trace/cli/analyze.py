@@ -12,8 +12,8 @@ import click
 from aoti_trace.cli import cli
 from aoti_trace.errors import ReportError
 from aoti_trace.findings import SEVERITIES
+from aoti_trace.report import FORMATS
 
-FORMATS = ("text", "json", "jsonl", "sarif", "html", "markdown")
 FAIL_ON = (*SEVERITIES, "never")
 
 

@@ -53,7 +53,15 @@ def evaluate(rules: RuleSet | Iterable[Rule], frames: Frames) -> list[Finding]:
         runs_hit = hit_runs.get(cr.rule.id)
         if runs_hit:
             ranked += _findings(cr, matches, frames, runs_hit)
-    return rank(_supersede(ranked))
+    return rank(_drop_explained_carriers(_supersede(ranked)))
+
+
+def _drop_explained_carriers(items: list[Ranked]) -> list[Ranked]:
+    """Carrier findings exist so that a failure is never silent; in a run where a cause or symptom of error
+    severity was found, they only repeat it (the generic wrapper around the real error) and are dropped."""
+    explained = {i.finding.run_id for i in items
+                 if i.finding.severity == "error" and i.rule.role in ("cause", "symptom")}
+    return [i for i in items if not (i.rule.role == "carrier" and i.finding.run_id in explained)]
 
 
 def _plan(ruleset: RuleSet, active: list[Rule]) -> C.Plan:

@@ -7,6 +7,7 @@ of the :class:`~aoti_trace.analysis.Analysis` and lives in its own module:
     sarif     sarif.py     SARIF 2.1.0 (GitHub code scanning)
     html      html.py      one self-contained page (no network, no script)
     markdown  markdown.py  PR comments and CI step summaries
+    github    github.py    GitHub Actions workflow-command annotations
 
 Formats are documented in docs/output.md.
 """
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
 
-FORMATS: tuple[str, ...] = ("text", "json", "jsonl", "sarif", "html", "markdown")
+FORMATS: tuple[str, ...] = ("text", "json", "jsonl", "sarif", "html", "markdown", "github")
 
 
 def render(analysis: Analysis, fmt: str, *, color: bool = False, source_root: str | Path | None = None) -> str:
@@ -51,4 +52,8 @@ def render(analysis: Analysis, fmt: str, *, color: bool = False, source_root: st
         from aoti_trace.report.markdown import render_markdown
 
         return render_markdown(analysis)
+    if fmt == "github":
+        from aoti_trace.report.github import render_github
+
+        return render_github(analysis)
     raise ValueError(f"unknown report format {fmt!r}; known: {', '.join(FORMATS)}")
