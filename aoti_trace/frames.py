@@ -288,9 +288,6 @@ class Frames:
         for name, df in other.tables.items():
             self.add(name, df)
 
-    def names(self) -> list[str]:
-        return list(FRAME_NAMES)
-
 
 def markdown() -> str:
     """The frame reference as markdown (docs/frames.md)."""
