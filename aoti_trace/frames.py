@@ -126,7 +126,7 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "path": (Str, "file the line was read from ('-' for standard input)"),
             "lineno": (I64, "1-based line number"),
             "rank": (I32, "from a [rankN]: prefix, else null"),
-            "kind": (Str, "torch_log | traceback | exception | cpp_error | aoti_torch_exception | device_assert | compiler_diagnostic | faulthandler | cpp_frame | output_code | printer | terminate | warning | noise | plain"),
+            "kind": (Str, "torch_log | traceback | traceback_code (a source line quoted by a traceback) | exception | cpp_error | aoti_torch_exception | device_assert | compiler_diagnostic | faulthandler | cpp_frame | output_code | printer | terminate | warning | noise | plain"),
             "level": (Str, "glog level of a line with a glog header (V I W E F C; any kind), else null"),
             "src": (Str, "source file:line from the glog header (torch/x.py:12, shim_common.cpp:311), else null"),
             "prefix": (Str, "decoration removed from the line: timestamps, CI annotations, [rankN]:, launcher and logging "
@@ -186,7 +186,7 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "kind": (Str, "fatal_signal | terminate"),
             "signal": (Str, "SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE (fatal_signal)"),
             "exc_type": (Str, "C++ exception type (terminate)"),
-            "what": (Str, "what() text, first line (terminate)"),
+            "what": (Str, "what() text, first line (terminate); the fatal error or the shell's line (fatal_signal)"),
             "torch_function": (Str, "innermost torch frame of the crashing thread"),
             "torch_file": (Str, "its file"),
             "user_file": (Str, "innermost user frame of the crashing thread"),

@@ -156,14 +156,28 @@ _CALL_ROUTES: list[tuple[str, re.Pattern]] = [
 ]
 
 
+def _route(func: str, path: str) -> str | None:
+    for phase, fre, file_re in _COMPILED_ROUTES:
+        if (fre is None or fre.search(func[:200])) and (file_re is None or file_re.search(path)):
+            return phase
+    return None
+
+
 def route_phase(frames: list[tuple[str, str]]) -> tuple[str, int | None]:
     """``(phase, index)`` from ``(file, function)`` frames listed innermost first: the first frame that matches a
-    route, else ``("user", None)`` when every frame is user code, else ``("unknown", None)``."""
+    route, else ``("user", None)`` when every frame is user code, else ``("unknown", None)``.
+
+    Autotuning runs code generation for each candidate kernel, so a lowering or compile error with an autotuning frame
+    further out happened while autotuning."""
     paths = [torch_relative(f) if is_torch(f) or "triton" in f else f.replace("\\", "/") for f, _ in frames]
-    for i, ((_, func), path) in enumerate(zip(frames, paths)):
-        for phase, fre, file_re in _COMPILED_ROUTES:
-            if (fre is None or fre.search(func[:200])) and (file_re is None or file_re.search(path)):
-                return phase, i
+    routes = [_route(func, path) for (_, func), path in zip(frames, paths)]
+    for i, phase in enumerate(routes):
+        if phase is None:
+            continue
+        if phase in ("lowering", "compile") and "autotune" in routes[i + 1:]:
+            j = routes.index("autotune", i + 1)
+            return "autotune", j
+        return phase, i
     if frames and all(is_user(f) for f, _ in frames):
         return "user", None
     return "unknown", None

@@ -12,6 +12,8 @@ import re
 import shlex
 from typing import Any, Iterable
 
+import polars as pl
+
 from aoti_trace.engine import compile as C
 from aoti_trace.engine.failure_rules import FAILURE_RULES, describe, is_failure_rule
 from aoti_trace.engine.loader import RuleSet
@@ -152,16 +154,19 @@ def _finding(
     rule = cr.rule
     fields = _extract(rule, row)
     evidence = [evidence_of(pred.frame, row, leaf)]
-    seen_frames = {pred.frame}
-    for other in cr.positives:
+    context = _enclosing_exception(frames, run_id, row) if pred.frame == "lines" else None
+    if context is not None:
+        evidence.append(evidence_of("exceptions", context, None))
+    seen = {(pred.frame, row.get(C.ROW))}
+    for other in cr.positives:  # the rows of the rule's other positive predicates
         if len(evidence) >= MAX_EVIDENCE:
             break
-        if other.frame in seen_frames or other is pred:
+        if other is pred:
             continue
         hits = C.select_rows(matches, other, [run_id], "last")
-        if hits:
+        if hits and (other.frame, hits[0].get(C.ROW)) not in seen:
             evidence.append(evidence_of(other.frame, hits[0], other.leaf))
-            seen_frames.add(other.frame)
+            seen.add((other.frame, hits[0].get(C.ROW)))
     finding = Finding(
         run_id=run_id,
         rule_id=rule.id,
@@ -184,6 +189,22 @@ def _finding(
     finding = finding.model_copy(update={"rerun": rerun_command(finding.env_flags, frames, run_id, finding.family)})
     position = (row.get("lineno") if isinstance(row.get("lineno"), int) else None, row.get(C.ROW, 0))
     return Ranked(finding, rule, position)
+
+
+def _enclosing_exception(frames: Frames, run_id: str, row: dict) -> dict | None:
+    """The exception whose multi-line message holds the anchored line (the line is not the exception line itself):
+    its ``Type: message`` line is the context a reader needs."""
+    lineno, path, text = row.get("lineno"), row.get("path"), (row.get("text") or "").strip()
+    if not isinstance(lineno, int) or not text:
+        return None
+    excs = frames["exceptions"]
+    if excs.height == 0:
+        return None
+    before = excs.filter((pl.col("run_id") == run_id) & (pl.col("path") == path) & (pl.col("lineno") < lineno)
+                         & pl.col("message").str.contains(text[:200], literal=True))
+    if before.height == 0:
+        return None
+    return before.sort("lineno").row(-1, named=True)
 
 
 def _extract(rule: Rule, row: dict) -> dict[str, str]:

@@ -40,7 +40,9 @@ Occurrence = Literal["last", "first", "all"]
 FrameName = Literal[tuple(SCHEMAS)]  # type: ignore[valid-type]
 
 # line kinds a `lines` leaf skips unless it lists them in `include`
-SKIPPED_LINE_KINDS: tuple[str, ...] = ("noise", "output_code")
+# (traceback_code: the source lines a traceback quotes, e.g. `raise RuntimeError(f"Missing out variants: ...")`, which
+# repeat an error's wording without being the error)
+SKIPPED_LINE_KINDS: tuple[str, ...] = ("noise", "output_code", "traceback_code")
 
 Scalar = Union[str, int, float, bool]
 
@@ -74,9 +76,9 @@ class Leaf(Strict):
     exists: bool | None = Field(default=None, description="true: the cell is not null; false: it is null")
     ignore_case: bool = Field(default=False, description="case-insensitive regex / contains / equals / in (strings)")
     anchor: bool = Field(default=False, description="this leaf locates the finding and supplies the captures")
-    include: list[Literal["noise", "output_code"]] = Field(
+    include: list[Literal["noise", "output_code", "traceback_code"]] = Field(
         default_factory=list,
-        description="`lines` leaves skip rows whose kind is noise or output_code unless listed here",
+        description="`lines` leaves skip rows whose kind is noise, output_code or traceback_code unless listed here",
     )
 
     @model_validator(mode="after")

@@ -30,12 +30,15 @@ TEXT_PHASES: list[tuple[str, str]] = [
 ]
 # exception types and message heads that tell the phase when the frames do not (bounded Python re on one line)
 TYPE_PHASES: list[tuple[str, re.Pattern]] = [
-    ("build", re.compile(r"CppCompileError|InvalidCxxCompiler|CUDACompileError|nvcc|ptxas|\bcl\.exe|g\+\+|clang")),
     ("lowering", re.compile(r"LoweringException|MissingOperatorWith(?:out)?Decomp")),
-    ("export", re.compile(r"torch\._dynamo\.exc\.|Unsupported|UserError|GuardOnDataDependentSymNode"
-                          r"|ConstraintViolationError|torch\.export|TorchRuntimeError")),
-    ("compile", re.compile(r"BackendCompilerFailed|InductorError|torch\._inductor")),
+    ("autotune", re.compile(r"\b[Aa]utotuning\b|NoTritonConfigsError|benchmark_in_\w+_process")),
+    ("build", re.compile(r"CppCompileError|InvalidCxxCompiler|CUDACompileError|CompilationError|PTXASError"
+                         r"|\bnvcc\b|\bptxas\b|\bcl\.exe\b|\bg\+\+|\bclang")),
+    ("export", re.compile(r"torch\._dynamo\.exc\.|\bUnsupported\b|\bUserError\b|GuardOnDataDependentSymNode"
+                          r"|ConstraintViolationError|torch\.export|TorchRuntimeError|\bdynamo\b")),
+    ("compile", re.compile(r"BackendCompilerFailed|InductorError|torch\._inductor|AOTInductor|\bInductor\b")),
 ]
+TEXT_PHASES_RE = [(phase, re.compile(pattern)) for phase, pattern in TEXT_PHASES]
 ERROR_KINDS = ("cpp_error", "aoti_torch_exception", "compiler_diagnostic")
 
 
@@ -191,7 +194,8 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
         phase, source = exc["phase"], exc.get("phase_source")
     if phase in ("unknown", "user"):
         head = f"{row.get('exc_type') or ''} {row['what']}"[:MAX_WHAT * 2]
-        typed = next((p for p, pattern in TYPE_PHASES if pattern.search(head)), None)
+        typed = next((p for p, pattern in TEXT_PHASES_RE if pattern.search(head)), None) or next(
+            (p for p, pattern in TYPE_PHASES if pattern.search(head)), None)
         if typed is not None:
             phase, source = typed, f"message: {row['what'][:80]}"
     if phase == "unknown":

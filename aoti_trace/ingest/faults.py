@@ -76,7 +76,7 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
             continue
         m = SHELL_SIGNAL_RE.match(msg) if kind == "plain" else None
         if m:
-            rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal",
+            rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal", "what": msg[:300],
                          "signal": _signal(m["what"]) or ("SIGKILL" if m["what"] == "Killed" else None), "_stack": []})
             continue
         m = TERMINATE.match(msg)
@@ -95,7 +95,6 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
     for row in rows:
         stack = row.pop("_stack")
         if row["kind"] == "fatal_signal":
-            row.pop("what", None)
             row["stack"] = "\n".join(f"{f}:{ln} in {fn}" for f, ln, fn in stack) or None
             row["phase"] = route_phase([(f, fn) for f, _, fn in stack])[0] if stack else "unknown"
             for f, ln, fn in stack:

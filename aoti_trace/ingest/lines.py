@@ -36,11 +36,14 @@ DECORATIONS: dict[str, str] = {
                 r"|(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) +\| [\w.<>]+:[\w<>]+:\d+ - "),
     # pytest's failure report: 'E       RuntimeError: ...'
     "pytest": r"E(?: {7}| {3})",
+    # a log pasted into a Markdown quote ('> Traceback ...'; not a REPL's '>>> ')
+    "quote": r">(?: |$)",
 }
 DECORATION = "^(?:" + "|".join(f"(?:{p})" for p in DECORATIONS.values()) + ")+"
 # glog header of torch's Python logging (``W1130 05:06:08.690000 13845 torch/x.py:874] ``) and of c10's C++
 # logging (``[W1130 05:06:08.690000000 ProcessGroupNCCL.cpp:123] ``, ``[E520 19:20:12.156885067 shim_common.cpp:311] ``)
-GLOG = r"^\[?(?P<level>[VIWEFC])\d{3,4} \d\d:\d\d:\d\d\.\d+(?: +\d+)? (?P<src>[^\s\]]+:\d+)\] ?"
+GLOG = (r"^\[?(?P<level>[VIWEFC])\d{3,4} \d\d:\d\d:\d\d\.\d+(?: +\d+)? (?P<src>[^\s\]]+:\d+)\] ?"
+        r"(?:\[!?(?:[a-z]+/)?\d+/\d+(?:_\d+)?\] )?")  # + the compile id torch adds: '[0/0] ', '[!ca/0/1_1] '
 # older c10 logging without a timestamp: ``[E ProcessGroupNCCL.cpp:563] ``
 GLOG_SHORT = r"^\[(?P<level>[VIWEFC]) (?P<src>[^\s\]]+:\d+)\] ?"
 # IPython / Jupyter tracebacks, rewritten into the standard form so that one traceback parser reads both
@@ -65,6 +68,12 @@ PATTERNS: dict[str, str] = {
     "tb_frame": r'^  File "(?P<file>[^"]*)", line (?P<line>\d+),? in (?P<func>\S+)',
     # ``Type: message`` / ``Type`` / ``Type:`` as Python prints the last line of a traceback
     "exc_line": r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?::(?: .*)?)?$",
+    # an exception line without its traceback (a log pasted from its last line, a one-line CI summary): only types
+    # whose name says so ('AssertionError: ...', 'torch._dynamo.exc.BackendCompilerFailed: ...', 'KeyboardInterrupt')
+    "bare_exc": (
+        r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Failed|Failure|Interrupt)"
+        r"(?::(?: .*)?)?$"
+    ),
     "fh_fatal": r"^Fatal Python error: ",
     "faulthandler": (
         r"^(?:Fatal Python error: |Python runtime state: |(?:Current thread|Thread) 0x[0-9a-fA-F]+ "
@@ -79,7 +88,8 @@ PATTERNS: dict[str, str] = {
     "xpu_assert": r"global id: \[[^\]]*\], local id: \[[^\]]*\]\s*Assertion `(?P<msg>[^`]*)` failed",
     "terminate": r"^terminate called (?:after throwing an instance of '|without an active exception|recursively)",
     "what": r"^\s*what\(\):  ",
-    "cpp_error": r"^Error: ",
+    # the AOTI runtime's 'Error: ...' and dynamic-loader failures printed on their own
+    "cpp_error": r"^Error: |^Error in dlopen|: undefined symbol: \S|: cannot open shared object file",
     "aoti_torch_exception": r"Exception in aoti_torch: ",
     # c10 C++ stacks: 'frame #N: sym + 0x.. (0x.. in lib)'; symbolized form 'C++ CapturedTraceback:' + '#N sym from f:l'
     "cpp_frame": (
@@ -90,10 +100,10 @@ PATTERNS: dict[str, str] = {
         r"^(?:cc1plus|g\+\+|c\+\+|clang\+\+|collect2|/?\S+?\.(?:cpp|cc|cxx|c|h|hpp|cu|cuh)(?::\d+(?::\d+)?)?"
         r"|\S*\bld(?:\.\w+)?): (?:fatal )?error: "
         # nvcc / ptxas / nvlink ('ptxas fatal   : ...', 'nvcc fatal   : ...', 'ptxas error   : ...')
-        r"|^(?:ptxas|nvcc|nvlink|fatbinary|cicc|nvrtc)(?: (?:fatal|error))? *: "
+        r"|^(?:ptxas|nvcc|nvlink|fatbinary|cicc|nvrtc)[\w-]*(?: (?:fatal|error))? *: "
         # MSVC and its linker ('x.cpp(12): error C2065: ...', 'x.obj : error LNK2019: ...', 'LINK : fatal error LNK1104')
         r"|^\S.*?\(\d+(?:,\d+)?\) ?: (?:fatal )?error C\d+: |^\S.*? : (?:fatal )?error LNK\d+: "
-        r"|\bundefined reference to `"
+        r"|\bundefined reference to `|^(?:fatal )?error: "
     ),
     "warning": r"^\S.*?:\d+: [A-Z]\w*Warning: |^\[WARNING\] |^Warning: |^UserWarning: ",
     # benign lines (aoti-signatures.md §1.6): context, never the diagnosis
@@ -138,7 +148,7 @@ PATTERNS: dict[str, str] = {
 }
 
 KINDS: tuple[str, ...] = (
-    "torch_log", "traceback", "exception", "cpp_error", "aoti_torch_exception", "device_assert",
+    "torch_log", "traceback", "traceback_code", "exception", "cpp_error", "aoti_torch_exception", "device_assert",
     "compiler_diagnostic", "faulthandler", "cpp_frame", "output_code", "printer", "terminate", "warning", "noise",
     "plain",
 )
@@ -214,7 +224,7 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
             "tb_head", "tb_cause", "tb_context", "tb_file", "fh_fatal", "faulthandler", "device_assert",
             "xpu_assert", "terminate", "what", "cpp_error", "aoti_torch_exception", "cpp_frame",
             "compiler_diagnostic", "warning", "noise", "code_tag", "printer_header", "printer_launch",
-            "printer_content", "exc_line")],
+            "printer_content", "exc_line", "bare_exc")],
         (pl.col("_msg").str.contains(r"^\s") | (pl.col("_msg").str.len_bytes() == 0)).alias("_ws"),
         (pl.col("_msg").str.len_bytes() == 0).alias("_blank"),
     )
@@ -247,8 +257,8 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
     )
     prev_in_tb = pl.col("_in_tb").shift(1).over(rk).fill_null(False)
     exc_line = (
-        pl.col("_exc_line") & prev_in_tb & ~pl.col("_in_tb") & ~pl.col("_code")
-        & ~pl.col("_tb_cause") & ~pl.col("_tb_context")
+        ((pl.col("_exc_line") & prev_in_tb) | (pl.col("_bare_exc") & ~pl.col("_ws")))
+        & ~pl.col("_in_tb") & ~pl.col("_code") & ~pl.col("_tb_cause") & ~pl.col("_tb_context")
     )
     df = df.with_columns(exc_line.alias("_exc"))
     # 6. exception message continuation: every line after the exception line up to the next structural line
@@ -278,6 +288,8 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
         .when(c("_aoti_torch_exception")).then(pl.lit("aoti_torch_exception"))
         .when(c("_cpp_frame")).then(pl.lit("cpp_frame"))
         .when(c("_noise") | (warn_src & prev_noise)).then(pl.lit("noise"))
+        .when(c("_in_tb") & ~c("_tb_head") & ~c("_tb_cause") & ~c("_tb_context") & ~c("_tb_file") & ~c("_blank"))
+        .then(pl.lit("traceback_code"))
         .when(c("_tb_head") | c("_tb_cause") | c("_tb_context") | c("_in_tb")).then(pl.lit("traceback"))
         .when(c("_compiler_diagnostic")).then(pl.lit("compiler_diagnostic"))
         .when(c("_exc") | ((c("_exc_owner") >= 0) & ~c("_blank"))).then(pl.lit("exception"))
