@@ -38,7 +38,7 @@ MODES = ("message", "frame")
 Mode = Literal["message", "frame"]
 KINDS = ("python_raise", "assert", "torch_check", "aoti_check", "cpp_throw", "error_print")
 # 'unexplained' is for failures that are not torch's; catalogue labels never use it, but it is a valid family
-CATALOGUE_FAMILIES = (*FAMILIES, "unexplained")
+CATALOGUE_FAMILIES = tuple(dict.fromkeys((*FAMILIES, "unexplained")))
 USER_FILE = "/home/user/repro.py"
 SITE = "/usr/lib/python3.11/site-packages/"
 CPP_ROOT = "/pytorch/"
@@ -285,6 +285,25 @@ def miss_clusters(cov: Coverage) -> list[dict]:
     return out
 
 
+def _module(path: str) -> str:
+    """``torch/_inductor/codegen/cpp.py`` -> ``torch/_inductor/codegen/``; top-level modules keep their name."""
+    parts = path.split("/")
+    return "/".join(parts[:3]) + "/" if len(parts) > 3 else path
+
+
+def miss_groups(cov: Coverage) -> list[dict]:
+    """Misses grouped by (family, exception type, raising module): what one routing rule would cover."""
+    groups: dict[tuple[str, str, str], list[Result]] = {}
+    for r in cov.misses():
+        key = (r.message.family, r.message.exc_type.rsplit(".", 1)[-1] or "(printed)", _module(r.message.path))
+        groups.setdefault(key, []).append(r)
+    out = [{"family": f, "exc_type": e, "module": m, "count": len(rs),
+            "got": Counter(r.family or "none" for r in rs).most_common(1)[0][0],
+            "example": rs[0].message.template[:160]} for (f, e, m), rs in groups.items()]
+    out.sort(key=lambda g: (-g["count"], g["family"], g["module"], g["exc_type"]))
+    return out
+
+
 def report(covs: dict[str, Coverage], family: str | None = None, misses: bool = False, limit: int = 30) -> dict:
     """The JSON form of a coverage run (what ``aoti-trace rules coverage -f json`` prints)."""
     out: dict = {"schema": "aoti-trace.coverage/v1", "modes": {}}
@@ -301,6 +320,8 @@ def report(covs: dict[str, Coverage], family: str | None = None, misses: bool = 
         if misses:
             cl = [c for c in miss_clusters(cov) if not family or c["family"] == family]
             entry["miss_clusters"] = cl[:limit]
+            gr = [g for g in miss_groups(cov) if not family or g["family"] == family]
+            entry["miss_groups"] = gr[:limit]
         out["modes"][mode] = entry
     return out
 
@@ -313,6 +334,10 @@ def render_text(rep: dict) -> str:
         for fam, v in e["families"].items():
             share = 100 * v["covered"] / v["counted"] if v["counted"] else 0.0
             lines.append(f"  {fam:<26} {v['covered']:>5}/{v['counted']:<5} {share:5.1f}%")
+        if "miss_groups" in e:
+            lines.append(f"  largest miss groups ({mode}): count  family  exc_type  raising module")
+            for g in e["miss_groups"]:
+                lines.append(f"    {g['count']:>4}  {g['family']}  {g['exc_type']}  {g['module']}  (got {g['got']})")
         if "miss_clusters" in e:
             lines.append(f"  top miss clusters ({mode}): count  family  got  exc_type  example")
             for c in e["miss_clusters"]:

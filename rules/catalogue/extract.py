@@ -538,6 +538,8 @@ def cpp_template(expr: str) -> str:
     """Literal text of a C++ message expression; '{}' for each run of non-literal code."""
     out, pos = [], 0
     for m in STRING.finditer(expr):
+        if expr[:m.start()].rstrip().endswith("[") or expr[m.end():].lstrip().startswith("]"):
+            continue  # a key, as in json["target"]: code, not text
         gap = expr[pos:m.start()]
         if NEUTRAL.sub("", gap):
             out.append(PH)
