@@ -249,3 +249,26 @@ def new_cmd(name: str, family: str, rule_id: str | None, rules_path: Path | None
     rule_file.write_text(RULE_SKELETON.format(id=rule_id, name=name, family=family), encoding="utf-8")
     guide_file.write_text(GUIDE_SKELETON.format(id=rule_id, title=name.replace("-", " ").capitalize()), encoding="utf-8")
     click.echo(f"wrote {rule_file}\nwrote {guide_file}\nfill in every TODO, then: aoti-trace rules lint && aoti-trace rules test")
+
+
+@rules_group.command("coverage")
+@click.option("--mode", type=click.Choice(["message", "frame", "both"]), default="both", show_default=True,
+              help="message: only the message text can route it; frame: the raising torch file is in the log")
+@click.option("--family", type=click.Choice(FAMILIES), default=None, help="only the messages of this family")
+@click.option("--misses", is_flag=True, help="list the largest clusters of messages routed to another family")
+@click.option("--limit", type=int, default=30, show_default=True, help="how many miss clusters to list")
+@click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--catalogue", "catalogue_path", type=click.Path(path_type=Path), default=None,
+              help="messages.jsonl (default: rules/catalogue/messages.jsonl)")
+@RULES_OPTION
+def coverage_cmd(mode: str, family: str | None, misses: bool, limit: int, fmt: str, catalogue_path: Path | None,
+                 rules_path: Path | None) -> None:
+    """Share of torch's catalogued AOTI error messages that the rules route to the right family."""
+    from aoti_trace import catalogue
+
+    messages = catalogue.load(catalogue_path)
+    if family:
+        messages = [m for m in messages if m.family == family]
+    modes = catalogue.MODES if mode == "both" else (mode,)
+    rep = catalogue.report(catalogue.analyse(messages, modes, rules_path), family, misses, limit)
+    click.echo(catalogue.dumps(rep) if fmt == "json" else catalogue.render_text(rep), nl=fmt == "json")
