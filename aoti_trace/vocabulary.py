@@ -183,6 +183,43 @@ def route_phase(frames: list[tuple[str, str]]) -> tuple[str, int | None]:
     return "unknown", None
 
 
+# The AOTI C++ runtime, by the source file of a c10 error ('Exception raised from <func> at <file>:<line>').
+_CPP_ROUTES: list[tuple[str, re.Pattern]] = [
+    ("load", re.compile(r"torch/csrc/inductor/aoti_package/")),
+    ("compile", re.compile(r"torch/csrc/inductor/aoti_eager/")),
+    ("run", re.compile(r"torch/csrc/inductor/")),
+]
+CPP_ORIGIN = re.compile(r"Exception raised from (?P<func>\S+) at (?P<file>\S+?):\d+")
+
+# Raising modules whose failures belong to a family whatever the phase (the symbolic-shape engine raises during
+# export and during the compile alike; the proxy executor runs custom/extern ops).
+_MODULE_FAMILIES: list[tuple[str, re.Pattern]] = [
+    ("dynamic_shape_violation", re.compile(r"(?:^|/)torch/fx/experimental/")),
+    ("missing_custom_op", re.compile(r"torch/csrc/inductor/aoti_torch/oss_proxy_executor")),
+]
+DATA_DEPENDENT = re.compile(r"GuardOnDataDependentSymNode|data[- ]dependent", re.IGNORECASE)
+
+
+def route_cpp(path: str | None) -> str | None:
+    """The phase of a C++ source file of torch's AOTI runtime, if it is one."""
+    if not path:
+        return None
+    p = path[:MAX_PATH].replace("\\", "/")
+    return next((phase for phase, pattern in _CPP_ROUTES if pattern.search(p)), None)
+
+
+def module_family(path: str | None, text: str = "") -> str | None:
+    """The family a failure raised in ``path`` (a torch-relative Python file or a C++ source) belongs to whatever its
+    phase, if the module decides it; ``text`` (the exception type and message) tells data-dependent failures apart."""
+    if not path:
+        return None
+    p = path[:MAX_PATH].replace("\\", "/")
+    family = next((fam for fam, pattern in _MODULE_FAMILIES if pattern.search(p)), None)
+    if family == "dynamic_shape_violation" and DATA_DEPENDENT.search(text[:MAX_PATH]):
+        return "export_error"
+    return family
+
+
 def route_call(code: str | None) -> str | None:
     """The phase of the torch API that a line of user code calls (``aoti_load_package(...)`` -> load), if any."""
     if not code:

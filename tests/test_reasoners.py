@@ -118,3 +118,47 @@ def test_deprecated_call_site_found_beside_a_moved_capture(tmp_path, monkeypatch
 def test_dtype_mismatch_names_the_scalar_type():
     primary = analyze([CASES / "dtype_mismatch_checked"]).primary  # float32 package fed float64, checks on
     assert primary.fields["got_name"] == "float64" and "ScalarType 7 is torch.float64" in primary.message
+
+
+# ---------------------------------------------------------------------------------------------- specific remedies
+HOLDOUT = CASES.parent / "holdout"
+
+
+def test_embedding_oob_remedy_names_the_table_and_the_input_not_shapes():
+    # CPU kernel bound check `0 <= tmp19 < 50L`: 50 is the row count of the constant emb.weight (Embedding(50, 8))
+    p = analyze([HOLDOUT / "round2_embedding_index_eq_size"]).primary
+    assert (p.fields["kernel"], p.fields["bound_constant"], p.fields["bound_value"]) == (
+        "cpp_fused_embedding_mean_0", "emb.weight", "50")
+    assert p.fields["index_inputs"] == "0"
+    assert "`emb.weight` (shape 50x8)" in p.remedy and "input 0 (`arg3_1`)" in p.remedy
+    assert "ids.clamp(0, 49)" in p.remedy and "int(ids.max()) < 50" in p.remedy
+    assert "unzip" not in p.remedy and "exported range" not in p.remedy
+
+
+def test_triton_oob_remedy_uses_the_bound_input_and_the_index_input():
+    p = analyze([CASES / "cuda_triton_index_oob"]).primary
+    assert "`triton_poi_fused_index_mul_0`" in p.remedy
+    assert "dim 0 of input 0 (`arg2_1`)" in p.remedy and "input 1 (`arg3_1`)" in p.remedy
+    assert "unzip" not in p.remedy
+
+
+def test_cpu_bound_check_with_an_internal_index_points_at_the_dim_range():
+    p = analyze([CASES / "dynamic_dim_unchecked_oob"]).primary
+    assert p.family == "dynamic_shape_violation" and p.fields["kernel"] == "cpp_fused_index_0"
+    assert "no input feeds it" in p.remedy and "exported `Dim` range" in p.remedy
+
+
+def test_printer_remedy_names_the_crash_kernel_and_the_suspicious_input():
+    p = analyze([CASES / "cuda_printer_level2"]).primary
+    first = p.remedy.split("\n\n")[0]
+    assert "`triton_poi_fused_index_mul_0`" in first and "`arg3_1`" in first and "1e+11" in first
+
+
+def test_device_and_dtype_remedies_give_the_exact_move_or_cast():
+    assert 'inputs[0] = inputs[0].to("cuda")' in analyze([CASES / "cuda_device_mismatch"]).primary.remedy
+    assert "inputs[0] = inputs[0].to(torch.float32)" in analyze([CASES / "dtype_mismatch_checked"]).primary.remedy
+
+
+def test_segfault_remedy_names_the_phase_and_the_call_site():
+    p = analyze([CASES / "corrupt_so_segfault"]).primary
+    assert p.remedy.startswith("It crashed during load under your call at `") and "repro.py:" in p.remedy

@@ -17,51 +17,57 @@ from aoti_trace.engine import compile as C
 from aoti_trace.engine.schema import Rule
 from aoti_trace.findings import Finding
 from aoti_trace.frames import Frames
-from aoti_trace.vocabulary import PHASE_FAMILY, PHASE_TEXT
+from aoti_trace.vocabulary import FAMILIES, PHASE_TEXT
 
 GUIDE = "guides/unexplained/failure.md"
 
-# rule id, name, phases, title, env flags for the rerun
-_TABLE: list[tuple[str, str, list[str], str, dict[str, str]]] = [
-    ("AOTI-U001", "failure-unexplained", ["user", "unknown"],
-     "The run failed and no rule explains why", {}),
-    ("AOTI-U002", "failure-in-export", ["export"],
-     "torch.export failed with an error no specific rule explains", {"TORCH_LOGS": "+dynamo,export"}),
-    ("AOTI-U003", "failure-in-compile", ["compile", "lowering"],
-     "The Inductor compile failed with an error no specific rule explains", {"TORCH_LOGS": "+inductor"}),
-    ("AOTI-U004", "failure-in-autotune", ["autotune"],
-     "Autotuning failed with an error no specific rule explains", {"TORCH_LOGS": "+inductor"}),
-    ("AOTI-U005", "failure-in-build", ["build"],
-     "Building the generated C++/CUDA code failed with an error no specific rule explains", {"TORCH_LOGS": "+inductor"}),
-    ("AOTI-U006", "failure-in-load", ["package", "load"],
-     "Packaging or loading the compiled model failed with an error no specific rule explains", {}),
-    ("AOTI-U007", "failure-in-run", ["run"],
-     "Running the compiled model failed with an error no specific rule explains", {"AOTI_RUNTIME_CHECK_INPUTS": "1"}),
+# rule id, name, family (failures.family), title
+_TABLE: list[tuple[str, str, str, str]] = [
+    ("AOTI-U001", "failure-unexplained", "unexplained", "The run failed and no rule explains why"),
+    ("AOTI-U002", "failure-in-export", "export_error", "torch.export failed with an error no specific rule explains"),
+    ("AOTI-U003", "failure-in-compile", "lowering_error",
+     "The Inductor compile failed with an error no specific rule explains"),
+    ("AOTI-U004", "failure-in-autotune", "autotune_error", "Autotuning failed with an error no specific rule explains"),
+    ("AOTI-U005", "failure-in-build", "cpp_compile_error",
+     "Building the generated C++/CUDA code failed with an error no specific rule explains"),
+    ("AOTI-U006", "failure-in-load", "package_error",
+     "Packaging or loading the compiled model failed with an error no specific rule explains"),
+    ("AOTI-U007", "failure-in-dynamic-shapes", "dynamic_shape_violation",
+     "The symbolic-shape engine raised an error no specific rule explains"),
+    ("AOTI-U008", "failure-in-extern-op", "missing_custom_op",
+     "Running an extern/custom op through the proxy executor failed with an error no specific rule explains"),
 ]
+# the variables a rerun of a failure in each phase should set (describe() adds them)
+_PHASE_ENV: dict[str, dict[str, str]] = {
+    "export": {"TORCH_LOGS": "+dynamo,export"},
+    "compile": {"TORCH_LOGS": "+inductor"},
+    "lowering": {"TORCH_LOGS": "+inductor"},
+    "autotune": {"TORCH_LOGS": "+inductor"},
+    "build": {"TORCH_LOGS": "+inductor"},
+    "run": {"AOTI_RUNTIME_CHECK_INPUTS": "1"},
+}
 
-_FIELDS = ("what", "exc_type", "phase", "phase_source", "user_file", "user_line", "user_code", "signals")
+_FIELDS = ("what", "exc_type", "phase", "phase_source", "user_file", "user_line", "user_code", "signals", "family")
 
 
-def _rule(rule_id: str, name: str, phases: list[str], title: str, env: dict[str, str]) -> Rule:
-    families = {PHASE_FAMILY[p] for p in phases}
-    assert len(families) == 1, (rule_id, families)
+def _rule(rule_id: str, name: str, family: str, title: str) -> Rule:
     return Rule.model_validate({
         "id": rule_id, "name": name, "title": title,
         "description": "Built in (aoti_trace.engine.failure_rules): the run failed (the failures frame) and no other "
                        "error finding explains it; reports what failed, in which phase, and the next step.",
-        "family": families.pop(), "severity": "error", "role": "carrier", "precision": "medium", "priority": -100,
+        "family": family, "severity": "error", "role": "carrier", "precision": "medium", "priority": -100,
         "status": "stable", "version": 1,
-        "match": {"frame": "failures", "column": "phase", "in": phases, "anchor": True},
+        "match": {"frame": "failures", "column": "family", "equals": family, "anchor": True},
         "occurrence": "last",
         "extract": {f: {"column": f} for f in _FIELDS},
         "message": "{{what}}",
         "remedy": "See the debugging ladder.",
         "guide": GUIDE,
-        "env_flags": env,
     })
 
 
 FAILURE_RULES: list[Rule] = [_rule(*row) for row in _TABLE]
+assert {r.family for r in FAILURE_RULES} <= set(FAMILIES)
 FAILURE_RULE_IDS: frozenset[str] = frozenset(r.id for r in FAILURE_RULES)
 
 
@@ -152,5 +158,6 @@ def describe(finding: Finding, frames: Frames) -> Finding:
     signals = f.get("signals", "")
     if signals == "exit_code":
         parts.append("Only the exit status shows the failure: no error text was captured.")
-    return finding.model_copy(update={"remedy": "\n".join(parts).replace("\n\n\n", "\n\n")})
+    return finding.model_copy(update={"remedy": "\n".join(parts).replace("\n\n\n", "\n\n"),
+                                      "env_flags": {**_PHASE_ENV.get(phase, {}), **finding.env_flags}})
 

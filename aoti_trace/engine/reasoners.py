@@ -68,8 +68,12 @@ def parse_env(text: str | None) -> dict[str, str]:
 
 
 def _add(finding: Finding, *, fields: dict[str, str] | None = None, env: dict[str, str] | None = None,
-         note: str | None = None, evidence: list[Evidence] | None = None) -> Finding:
+         note: str | None = None, evidence: list[Evidence] | None = None, advice: str | None = None) -> Finding:
+    """Add what a reasoner found: fields, rerun variables, a note on the message, evidence, and ``advice``: a first
+    paragraph of the remedy that uses the specifics (the rule's generic steps follow it)."""
     update: dict = {}
+    if advice:
+        update["remedy"] = f"{advice}\n\n{finding.remedy}"
     if fields:
         update["fields"] = {**finding.fields, **fields}
     if env:
@@ -115,11 +119,18 @@ def crash_phase(finding: Finding, frames: Frames) -> Finding:
     if user is not None:
         evidence.append(Evidence(source="faults", path=user.get("path"), line=user.get("lineno"),
                                  text=f"in user code {user['user_file']}:{user.get('user_line')}"))
+    advice = None
+    if user is not None:
+        advice = (f"It crashed {'during ' + phase + ' ' if phase else ''}under your call at "
+                  f"`{user['user_file']}:{user.get('user_line')}`.")
+    elif phase:
+        advice = f"It crashed during {phase} ({source})."
     return _add(
         finding,
         fields={"phase": phase or "unknown", "phase_source": source or "none"},
         note=f"during {phase}" if phase else None,
         evidence=evidence,
+        advice=advice,
     )
 
 
@@ -131,15 +142,19 @@ def wrapper_sources(frames: Frames, run_id: str) -> list[tuple[str, str, str]]:
     from aoti_trace.ingest.trace import read_payload
 
     out = []
+    kernels: list[str] = []  # C++ kernel code of CPU models: appended to the wrapper it belongs with
     for row in C.run_rows(frames, "artifacts", run_id, ["name", "path", "payload_offset", "payload_length"]):
-        if row["name"] == "inductor_aot_wrapper_code" and row["payload_offset"] is not None:
+        if row["name"] in ("inductor_aot_wrapper_code", "inductor_aot_kernel_code") and row["payload_offset"] is not None:
             try:
-                out.append((read_payload(row["path"], row["payload_offset"], row["payload_length"]),
-                            row["path"], "artifacts"))
+                text = read_payload(row["path"], row["payload_offset"], row["payload_length"])
             except OSError:
                 continue
+            if row["name"] == "inductor_aot_kernel_code":
+                kernels.append(text)
+            else:
+                out.append((text, row["path"], "artifacts"))
     if out:
-        return out
+        return [(text + "\n" + "\n".join(kernels), where, source) for text, where, source in out]
     entries = {(r["path"], r["entry"]) for r in C.run_rows(frames, "package", run_id, ["key", "path", "entry"])
                if r["key"] == "kernel" and (r["entry"] or "").endswith(".cpp")}
     for path, entry in sorted(entries):
@@ -154,18 +169,23 @@ def wrapper_sources(frames: Frames, run_id: str) -> list[tuple[str, str, str]]:
     return out
 
 
-@reasoner("triton_index_oob")
+@reasoner("triton_index_oob", "dynamic_shape_violation")
 def oob_kernel(finding: Finding, frames: Frames) -> Finding:
-    """Kernel, launch site and model inputs behind a Triton device assert."""
-    from aoti_trace.engine.kernel_lookup import describe, find_kernel
+    """Kernel, launch site, model inputs and constants behind an index-out-of-bounds assertion: a Triton device
+    assert, or a CPU kernel's bound check (the finding's ``cond`` field); the remedy is rewritten from them."""
+    from aoti_trace.engine.kernel_lookup import describe, find_kernel, remedy
 
-    asserts = C.run_rows(frames, "device_asserts", finding.run_id, ["assertion", "kernel_line"])
-    asserts = [a for a in asserts if a.get("assertion")]
+    asserts = [(a["assertion"], a.get("kernel_line"))
+               for a in C.run_rows(frames, "device_asserts", finding.run_id, ["assertion", "kernel_line"])
+               if a.get("assertion")]
+    cond = finding.fields.get("cond")
+    if not asserts and cond and re.search(r"\btmp\d+\b", cond):
+        asserts = [(f"index out of bounds: {cond}", None)]
     if not asserts:
         return finding
     sources = wrapper_sources(frames, finding.run_id)
     for text, where, source in sources:
-        match = find_kernel(text, asserts[0]["assertion"], asserts[0].get("kernel_line"))
+        match = find_kernel(text, asserts[0][0], asserts[0][1])
         if match is None:
             continue
         fields = {"kernel": match.kernel, "kernel_source": source}
@@ -173,10 +193,13 @@ def oob_kernel(finding: Finding, frames: Frames) -> Finding:
             "bound_param": match.bound_param, "bound_symbol": match.bound_symbol,
             "bound_input": match.bound_input, "bound_dim": match.bound_dim, "source_nodes": match.source_nodes,
             "aten_ops": match.aten_ops, "index_inputs": ",".join(map(str, match.index_inputs)) or None,
+            "bound_value": match.bound_value, "bound_constant": match.bound_constant,
+            "bound_constant_shape": match.bound_constant_shape,
         }
         fields.update({k: str(v) for k, v in optional.items() if v is not None})
         evidence = [Evidence(source=source, path=where, line=None, text=match.launch)] if match.launch else []
-        return _add(finding, fields=fields, note=describe(match), evidence=evidence)
+        finding = _add(finding, fields=fields, note=describe(match), evidence=evidence)
+        return finding.model_copy(update={"remedy": remedy(match, finding.env_flags)})
     return finding
 
 
@@ -214,7 +237,18 @@ def printer_kernel(finding: Finding, frames: Frames) -> Finding:
                                  text=f"{owner}: min {r['min']:g} max {r['max']:g} mean {r['mean']:g}"))
     if not fields:
         return finding
-    return _add(finding, fields=fields, note="; ".join(notes), evidence=evidence)
+    advice = []
+    if "crash_kernel" in fields:
+        advice.append(f"The intermediate value printer names the kernel that was running when it failed: "
+                      f"`{fields['crash_kernel']}` (launched, never finished). Read its source in the generated code "
+                      f"and check the inputs it indexes.")
+    if "suspicious_input" in fields:
+        r = odd[0]
+        advice.append(f"Its input `{r['arg']}` holds suspicious values (min {r['min']:g}, max {r['max']:g}): an index "
+                      f"or size far outside the tensors it addresses, or NaN/Inf. Trace where that value comes from "
+                      f"(`AOT_INDUCTOR_FILTERED_KERNELS_TO_PRINT={r.get('kernel') or fields.get('crash_kernel', '')}` "
+                      f"prints only that kernel).")
+    return _add(finding, fields=fields, note="; ".join(notes), evidence=evidence, advice=" ".join(advice))
 
 
 # ------------------------------------------------------------------------------------------- devices
@@ -247,7 +281,15 @@ def device_names(finding: Finding, frames: Frames) -> Finding:
         notes.append(f"compiled for {fields['compile_device']} ({source})")
     if not fields:
         return finding
-    return _add(finding, fields=fields, note="; ".join(notes))
+    advice = None
+    idx, target = finding.fields.get("idx"), fields.get("compile_device")
+    if idx is not None and target and "," not in target:
+        now = fields.get("got_name", "another device")
+        other = ("a meta tensor has no data: pass a real one" if now == "meta"
+                 else f"or compile a package for {now}")
+        advice = (f"Input {idx} is on {now} but the model was compiled for {target}: move it before the call "
+                  f"(`inputs[{idx}] = inputs[{idx}].to(\"{target}\")`); {other}.")
+    return _add(finding, fields=fields, note="; ".join(notes), advice=advice)
 
 
 # ------------------------------------------------------------------------------------------- deprecated API
@@ -353,4 +395,13 @@ def dtype_names(finding: Finding, frames: Frames) -> Finding:
     if got is None or not got.isdigit() or int(got) not in SCALAR_TYPES:
         return finding
     name = SCALAR_TYPES[int(got)]
-    return _add(finding, fields={"got_name": name}, note=f"ScalarType {got} is torch.{name}")
+    idx, expected = finding.fields.get("idx"), finding.fields.get("expected")
+    want = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16", "Long": "int64",
+            "Int": "int32", "Bool": "bool", "Byte": "uint8", "Char": "int8", "Short": "int16"}.get(
+        (expected or "").replace("at::k", ""), None)
+    advice = None
+    if idx is not None and want:
+        advice = (f"Input {idx} is torch.{name} but the model was compiled for torch.{want}: cast it before the call "
+                  f"(`inputs[{idx}] = inputs[{idx}].to(torch.{want})`), or export with example inputs of the dtype you "
+                  f"serve.")
+    return _add(finding, fields={"got_name": name}, note=f"ScalarType {got} is torch.{name}", advice=advice)

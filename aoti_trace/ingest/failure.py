@@ -18,7 +18,7 @@ import re
 import polars as pl
 
 from aoti_trace.frames import SCHEMAS, Frames, conform, empty
-from aoti_trace.vocabulary import PHASE_FAMILY
+from aoti_trace.vocabulary import CPP_ORIGIN, PHASE_FAMILY, module_family, route_cpp
 
 MAX_WHAT = 300
 # logged tracebacks at these glog levels were handled (torch logs and goes on): not failure evidence on their own
@@ -102,6 +102,16 @@ def failures_frame(frames: Frames) -> pl.DataFrame:
     if not rows:
         return empty("failures")
     return conform("failures", pl.DataFrame(rows, infer_schema_length=None))
+
+
+def _cpp_origin(exc: dict | None) -> str | None:
+    """The C++ source file of a c10 error ('Exception raised from <func> at <file>:<line>' in its message)."""
+    message = (exc or {}).get("message") or ""
+    i = message.find("Exception raised from ")
+    if i < 0:
+        return None
+    m = CPP_ORIGIN.match(message, i, i + 2048)
+    return m["file"] if m else None
 
 
 def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict], asserts: list[dict],
@@ -192,8 +202,11 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
     phase, source = "unknown", None
     if exc is not None and exc.get("phase") not in (None, "unknown"):
         phase, source = exc["phase"], exc.get("phase_source")
+    head = f"{row.get('exc_type') or ''} {row['what']}"[:MAX_WHAT * 2]
+    cpp = _cpp_origin(exc)
+    if phase in ("unknown", "user") and cpp is not None and route_cpp(cpp) is not None:
+        phase, source = route_cpp(cpp), f"C++: {cpp}"
     if phase in ("unknown", "user"):
-        head = f"{row.get('exc_type') or ''} {row['what']}"[:MAX_WHAT * 2]
         typed = next((p for p, pattern in TEXT_PHASES_RE if pattern.search(head)), None) or next(
             (p for p, pattern in TYPE_PHASES if pattern.search(head)), None)
         if typed is not None:
@@ -209,7 +222,8 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
             phase, source = fatal[0]["phase"], "fault stack"
         elif asserts:
             phase, source = "run", "device-side assert"
-    row.update(phase=phase, phase_source=source, family=PHASE_FAMILY[phase])
+    module = (exc.get("torch_file") if exc is not None else None) or cpp
+    row.update(phase=phase, phase_source=source, family=module_family(module, head) or PHASE_FAMILY[phase])
 
     # the user's code closest to the failure
     site = exc if exc is not None and exc.get("user_file") else next(
