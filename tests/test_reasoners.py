@@ -162,3 +162,12 @@ def test_device_and_dtype_remedies_give_the_exact_move_or_cast():
 def test_segfault_remedy_names_the_phase_and_the_call_site():
     p = analyze([CASES / "corrupt_so_segfault"]).primary
     assert p.remedy.startswith("It crashed during load under your call at `") and "repro.py:" in p.remedy
+
+
+def test_cuda_embedding_oob_names_the_table_constant_and_the_ids_input():
+    # real H200 capture: Embedding(1000, 64) fed id 1037; the Triton assert's bound is the literal 1000
+    p = analyze([CASES / "cuda_embedding_index_oob"]).primary
+    assert p.fields["kernel"] == "triton_per_fused_embedding_mean_0"
+    assert (p.fields["bound_constant"], p.fields["bound_value"], p.fields["index_inputs"]) == ("emb.weight", "1000", "0")
+    assert "`emb.weight` (shape 1000x64)" in p.remedy and "ids.clamp(0, 999)" in p.remedy
+    assert "numel() == 0" not in p.remedy and "unzip" not in p.remedy
