@@ -129,12 +129,13 @@ _ROUTES: list[tuple[str, str | None, str | None]] = [
     ("package", r"^(?:package_aoti|_package_aoti_files|package_pt2|_package_\w+|save_pt2|compile_so)$",
      r"(?:_inductor/package/package|export/pt2_archive/_package|_inductor/package/\w+)\.py$"),
     ("package", None, r"(?:_inductor/package/|export/pt2_archive/)"),
+    # a Triton kernel launched by Inductor's Python runtime (torch.compile; AOTI launches from C++)
+    ("run", r"^(?:run|launcher|__call__|_launch\w*)$", r"_inductor/runtime/triton_heuristics\.py$"),
     # the C++/CUDA/Triton build of the generated code
-    ("build", None, r"(?:_inductor/(?:cpp_builder|codecache|compile_worker/\w+|runtime/compile_tasks)"
+    ("build", None, r"(?:_inductor/(?:cpp_builder|codecache|async_compile|compile_worker/\w+|runtime/compile_tasks)"
                     r"|utils/cpp_extension|triton/compiler/\w+|triton/backends/\w+/compiler)\.py$"),
-    # autotuning
-    ("autotune", None, r"(?:_inductor/(?:select_algorithm|autotune_process|runtime/triton_heuristics"
-                       r"|runtime/benchmarking|runtime/coordinate_descent_tuner)|triton/runtime/autotuner)\.py$"),
+    # autotuning: Inductor's Python runtime runs only to benchmark kernel choices under AOTI
+    ("autotune", None, r"(?:_inductor/(?:select_algorithm|autotune_process|runtime/\w+)|triton/runtime/autotuner)\.py$"),
     # Inductor lowering, scheduling, code generation
     ("lowering", None, r"_inductor/(?:lowering|graph|scheduler|ir|decomposition|sizevars|dependencies"
                        r"|mkldnn_lowerings|quantized_lowerings|pattern_matcher|virtualized)\.py$"),
@@ -167,14 +168,14 @@ def route_phase(frames: list[tuple[str, str]]) -> tuple[str, int | None]:
     """``(phase, index)`` from ``(file, function)`` frames listed innermost first: the first frame that matches a
     route, else ``("user", None)`` when every frame is user code, else ``("unknown", None)``.
 
-    Autotuning runs code generation for each candidate kernel, so a lowering or compile error with an autotuning frame
-    further out happened while autotuning."""
+    Autotuning generates and launches each candidate kernel, so a lowering, compile or kernel-launch error with an
+    autotuning frame further out happened while autotuning."""
     paths = [torch_relative(f) if is_torch(f) or "triton" in f else f.replace("\\", "/") for f, _ in frames]
     routes = [_route(func, path) for (_, func), path in zip(frames, paths)]
     for i, phase in enumerate(routes):
         if phase is None:
             continue
-        if phase in ("lowering", "compile") and "autotune" in routes[i + 1:]:
+        if phase in ("lowering", "compile", "run") and "autotune" in routes[i + 1:]:
             j = routes.index("autotune", i + 1)
             return "autotune", j
         return phase, i
@@ -185,7 +186,8 @@ def route_phase(frames: list[tuple[str, str]]) -> tuple[str, int | None]:
 
 # The AOTI C++ runtime, by the source file of a c10 error ('Exception raised from <func> at <file>:<line>').
 _CPP_ROUTES: list[tuple[str, re.Pattern]] = [
-    ("load", re.compile(r"torch/csrc/inductor/aoti_package/")),
+    # the package loader and the runner's construction (its run-time errors come wrapped in run_func_(...))
+    ("load", re.compile(r"torch/csrc/inductor/(?:aoti_package|aoti_runner)/")),
     ("compile", re.compile(r"torch/csrc/inductor/aoti_eager/")),
     ("run", re.compile(r"torch/csrc/inductor/")),
 ]

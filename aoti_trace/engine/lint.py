@@ -31,7 +31,9 @@ class Problem:
 
 def lint(ruleset: RuleSet) -> list[Problem]:
     problems: list[Problem] = []
-    ids = {r.id for r in ruleset.rules}
+    from aoti_trace.engine.failure_rules import FAILURE_RULE_IDS
+
+    ids = {r.id for r in ruleset.rules} | FAILURE_RULE_IDS  # the built-in failure rules are always loaded
     for rule in ruleset.rules:
         path = ruleset.paths.get(rule.id, Path("?"))
 

@@ -35,6 +35,7 @@ TYPE_PHASES: list[tuple[str, re.Pattern]] = [
     ("build", re.compile(r"CppCompileError|InvalidCxxCompiler|CUDACompileError|CompilationError|PTXASError"
                          r"|\bnvcc\b|\bptxas\b|\bcl\.exe\b|\bg\+\+|\bclang")),
     ("export", re.compile(r"torch\._dynamo\.exc\.|\bUnsupported\b|\bUserError\b|GuardOnDataDependentSymNode"
+                          r"|SpecViolationError|SerializeError|ExportError"
                           r"|ConstraintViolationError|torch\.export|TorchRuntimeError|\bdynamo\b")),
     ("compile", re.compile(r"BackendCompilerFailed|InductorError|torch\._inductor|AOTInductor|\bInductor\b")),
 ]
