@@ -12,8 +12,10 @@ import polars as pl
 
 from aoti_trace.frames import conform, empty
 
-FILE_LINE = re.compile(r'^  File "(?P<file>[^"]*)", line (?P<line>\d+),? in (?P<func>.+?)\s*$')
-EXC = re.compile(r"^(?P<type>[^:\s]+)(?::(?: (?P<msg>.*))?)?$")
+# Matched in Polars (Rust regex: linear time, whatever the line holds), never with Python's backtracking `re`:
+# `.+?\s*$` is quadratic there on a frame line that ends in a long run of spaces.
+FILE_LINE = r'^  File "(?P<file>[^"]*)", line (?P<line>[0-9]{1,18}),? in (?P<func>.+?)\s*$'
+EXC = r"^(?P<type>[^:\s]+)(?::(?: (?P<msg>.*))?)?$"
 TORCH_FILE = re.compile(r"(?:^|/)(?:torch|functorch|torchgen)/")
 STDLIB_FILE = re.compile(r"/lib/python\d+(?:\.\d+)?/(?!site-packages/|dist-packages/)|^<frozen |^<frozen>")
 # code generated at run time: Triton launchers ('<string>'), Inductor's cache, FX graph modules
@@ -39,11 +41,6 @@ def torch_relative(path: str) -> str:
     return path[i + 1:] if i >= 0 else path
 
 
-def parse_frame(text: str) -> tuple[str, int, str] | None:
-    m = FILE_LINE.match(text)
-    return (m["file"], int(m["line"]), m["func"]) if m else None
-
-
 def innermost(frames: list[tuple[str, int, str]]) -> dict:
     """User and torch fields from frames listed outermost first."""
     out: dict = {}
@@ -64,11 +61,15 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
              "_exc_owner", "run_id", "path")
     if sel.height == 0:
         return empty("exceptions")
+    sel = sel.with_columns(
+        pl.when(pl.col("_tb_file")).then(pl.col("_msg").str.extract_groups(FILE_LINE)).alias("_fr"),
+        pl.when(pl.col("_exc")).then(pl.col("_msg").str.extract_groups(EXC)).alias("_ex"),
+    )
     run_id, path = sel["run_id"][0], sel["path"][0]
     rows: list[dict] = []
     by_rank: dict[int, dict] = {}  # per rank: current frames, open chain, pending relation
     by_index: dict[int, dict] = {}
-    for rk, i, lineno, msg, head, cause, context, tbf, exc, owner, *_ in sel.iter_rows():
+    for rk, i, lineno, msg, head, cause, context, tbf, exc, owner, _run, _path, fr, m in sel.iter_rows():
         st = by_rank.setdefault(rk, {"frames": [], "chain": None, "pending": None})
         if head:
             st["frames"] = []
@@ -77,11 +78,10 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
         elif cause or context:
             st["pending"] = "cause" if cause else "context"
         elif tbf:
-            fr = parse_frame(msg)
-            if fr:
-                st["frames"].append(fr)
+            if fr and fr["line"] is not None:
+                st["frames"].append((fr["file"], int(fr["line"]), fr["func"]))
         elif exc:
-            m = EXC.match(msg)
+            m = m if m and m["type"] is not None else None
             chain = st["chain"]
             if chain is not None and st["pending"] is not None:
                 chain[-1]["chained_by"] = st["pending"]
