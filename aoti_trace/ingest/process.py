@@ -170,6 +170,13 @@ def _read_manifest(path: Path, run_id: str) -> tuple[dict, list[dict]]:
                         ("libstdcxx", "libstdcxx")):
         value = environment.get(key)
         row[column] = str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+    cap = man.get("capture")
+    left_open = cap.get("streams_left_open") if isinstance(cap, dict) else None
+    if isinstance(left_open, list) and left_open:
+        streams = " and ".join(str(x) for x in left_open[:2])
+        damage.append(_damage(run_id, path, "lost_output", f"{streams} still held open by a process the command "
+                              "started (outside its process group) after the command ended: the capture stopped "
+                              "reading, so output written after that is missing"))
     gpus = environment.get("gpus")
     row["gpus"] = "; ".join(map(str, gpus)) if isinstance(gpus, list) and gpus else None
     return row, damage
