@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 IN_CHUNK = 1 << 20
+IN_STEP = 64 << 10  # compressed bytes per decompress call (zlib loses the output of a call that fails)
+SALVAGE_STEP = 64  # after a failure, the failing step is replayed this many bytes at a time
 OUT_CHUNK = 4 << 20  # at most this many bytes per yielded chunk (bounded memory per step)
 MAX_INFLATED = 16 << 30  # decompressed bytes of one file
 MAX_RATIO = 200  # decompressed / compressed, checked once RATIO_MIN_BYTES have been produced
@@ -55,40 +57,46 @@ class Inflater:
         self.problem: str | None = None
 
     def __iter__(self) -> Iterator[bytes]:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        tail = b""
-        between = False  # a member ended; what follows is padding, another member or garbage
+        d: zlib._Decompress | None = zlib.decompressobj(16 + zlib.MAX_WBITS)  # None: between members
         members = 0
         while True:
-            if not tail:
-                tail = self.src.read(IN_CHUNK)
-                self.consumed += len(tail)
-                if not tail:
-                    break
-            if between:
-                tail = tail.lstrip(b"\x00")
-                if not tail:
-                    continue
-                if tail[:1] != GZIP_MAGIC[:1] or (len(tail) > 1 and tail[:2] != GZIP_MAGIC):
-                    self.problem = (f"{len(tail)}+ bytes of data that is not gzip follow gzip member {members} "
-                                    f"(after {self.produced} decompressed bytes); ignored them")
-                    return
-                d, between = zlib.decompressobj(16 + zlib.MAX_WBITS), False
-            try:
-                out = d.decompress(tail, OUT_CHUNK)
-            except zlib.error as exc:
-                self.problem = (f"gzip stream damaged ({exc}); analysed the {self.produced} bytes decompressed "
-                                "before it")
-                return
-            tail = d.unconsumed_tail
-            if out:
-                yield from self._emit(out)
-                if self.problem:
-                    return
-            if d.eof:
-                members += 1
-                tail, between = d.unused_data, True
-        if between:
+            buf = self.src.read(IN_CHUNK)
+            self.consumed += len(buf)
+            if not buf:
+                break
+            for at in range(0, len(buf), IN_STEP):
+                step = buf[at:at + IN_STEP]
+                while step:
+                    if d is None:  # a member ended: zero padding, another member, or garbage
+                        step = step.lstrip(b"\x00")
+                        if not step:
+                            break
+                        if step[:2] != GZIP_MAGIC[:len(step[:2])]:
+                            self.problem = (f"data that is not gzip follows gzip member {members} (after "
+                                            f"{self.produced} decompressed bytes); ignored it")
+                            return
+                        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    saved = d.copy()
+                    try:
+                        out = d.decompress(step, OUT_CHUNK)
+                    except zlib.error as exc:
+                        # zlib drops the output of a failing call: replay the step in small pieces from the saved
+                        # state, so that everything before the damaged bytes is kept
+                        yield from self._salvage(saved, step)
+                        if not self.problem:
+                            self.problem = (f"gzip stream damaged ({exc}); analysed the {self.produced} bytes "
+                                            "decompressed before it")
+                        return
+                    if out:
+                        yield from self._emit(out)
+                        if self.problem:
+                            return
+                    if d.eof:
+                        members += 1
+                        step, d = d.unused_data, None
+                    else:
+                        step = d.unconsumed_tail
+        if d is None:
             return
         # the input ended inside a member: flush what zlib still holds, then report the cut
         try:
@@ -104,6 +112,22 @@ class Inflater:
         if not d.eof:
             what = "empty" if self.consumed == 0 else "cut short (truncated)"
             self.problem = f"gzip stream {what}; analysed the {self.produced} bytes decompressed before the end"
+
+    def _salvage(self, d, data: bytes) -> Iterator[bytes]:
+        for i in range(0, len(data), SALVAGE_STEP):
+            piece = data[i:i + SALVAGE_STEP]
+            while piece:
+                try:
+                    out = d.decompress(piece, OUT_CHUNK)
+                except zlib.error:
+                    return
+                piece = d.unconsumed_tail
+                if out:
+                    yield from self._emit(out)
+                    if self.problem:
+                        return
+                if d.eof:
+                    return
 
     def _emit(self, out: bytes) -> Iterator[bytes]:
         room = self.limit - self.produced
