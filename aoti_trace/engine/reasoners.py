@@ -253,7 +253,9 @@ def device_names(finding: Finding, frames: Frames) -> Finding:
 # ------------------------------------------------------------------------------------------- deprecated API
 
 MAX_CALL_CHARS = 2000
-AOT_COMPILE_CALL = re.compile(r"^(?P<lhs>[\w.\[\], ]+?)\s*=\s*torch\._export\.aot_compile\((?P<args>.*)\)\s*$")
+# lhs: blank-separated tokens (a lazy `[\w.\[\], ]+?\s*=` backtracks quadratically through a run of blanks)
+AOT_COMPILE_CALL = re.compile(
+    r"^(?P<lhs>[\w.\[\],]+(?:[ \t]+[\w.\[\],]+)*)\s*=\s*torch\._export\.aot_compile\((?P<args>.*)\)\s*$")
 
 
 def migration_for(code: str) -> str | None:

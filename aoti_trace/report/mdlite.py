@@ -16,7 +16,7 @@ FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)\s*$")
 HEADING = re.compile(r"^(#{1,6})\s+(.*)$")  # the closing #s are stripped in Python (a lazy `.*?\s*#*\s*$` backtracks)
 ITEM = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$")
 BACKTICKS = re.compile(r"`+")
-LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^\s)]+)\)")
+LINK = re.compile(r"\[([^\[\]\n]+)\]\((https?://[^\s)]+)\)")  # no '[' in the text: linear on a run of '['.
 BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 EM = re.compile(r"(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])")
 
