@@ -43,6 +43,7 @@ SCHEMA = "aoti-trace.capture/v1"
 KILL_GRACE_S = 5.0
 PROBE_TIMEOUT_S = 120.0
 READER_DRAIN_S = 10.0
+MAX_DRAIN_READS = 256  # reads of up to 64 KiB each after the readers are told to stop
 # The child gets its own process group, so a timeout or a second Ctrl-C can end it with all its workers.
 _NEW_GROUP: dict = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
 
@@ -306,16 +307,17 @@ def _pump(src, sink, echo_to, stop: threading.Event, state: dict) -> None:
     Returns at end of file, or soon after ``stop`` is set (having first copied whatever the pipe still holds);
     ``state["eof"]`` says which. The caller closes ``sink`` only after this returns."""
     fd = src.fileno()
+    poller = select.poll()  # not select.select: that fails for descriptors above FD_SETSIZE (1024)
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    drained = 0
     while True:
         if stop.is_set():
             os.set_blocking(fd, False)  # drain what is already in the pipe, then give up on the writer
-        else:
-            try:
-                ready, _, _ = select.select([fd], [], [], 0.2)
-            except (OSError, ValueError):
+            drained += 1
+            if drained > MAX_DRAIN_READS:  # a writer that keeps the pipe full must not keep us here
                 break
-            if not ready:
-                continue
+        elif not poller.poll(200):
+            continue
         try:
             chunk = os.read(fd, 65536)
         except BlockingIOError:
