@@ -43,6 +43,18 @@ def special_file(st: os.stat_result) -> str | None:
     return "not a regular file"
 
 
+def compressed(head: bytes) -> str | None:
+    """The compression whose magic bytes start ``head`` (gzip, zlib, zstd: what Polars' CSV reader decompresses by
+    itself), or None. A TORCH_TRACE log or a captured stream starts with text."""
+    if head[:2] == GZIP_MAGIC:
+        return "gzip"
+    if head[:2] in (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda"):
+        return "zlib"
+    if head[:4] == b"\x28\xb5\x2f\xfd":
+        return "zstd"
+    return None
+
+
 class Inflater:
     """``for chunk in Inflater(fh): ...``; afterwards :attr:`problem` is None for a complete, sane stream."""
 

@@ -4,6 +4,7 @@ Public API::
 
     read_trace(files: list[Path], run_id: str, *, verify: bool | None = None) -> Frames
     read_payload(path: str | Path, offset: int, length: int) -> str
+    read_payloads(path: str | Path, ranges: list[tuple[int, int]]) -> list[str]   # several, in one pass
     payload_text(row: dict) -> str                      # a row of `events` / `artifacts` (needs path + payload_*)
     payload_md5_ok(path, offset, length, md5) -> bool    # full check of one payload
 
@@ -78,12 +79,55 @@ def _read_block(path: Path, offset: int, length: int) -> bytes:
     indexed. A ``.gz`` is decompressed from its start (bounded, damage-tolerant: :mod:`aoti_trace.ingest.files`)."""
     try:
         with open(path, "rb") as fh:
-            if path.name.endswith(".gz"):
+            if path.name.endswith(".gz") or fh.read(2) == files.GZIP_MAGIC:  # as _read_file decides
+                fh.seek(0)
                 return files.read_range(fh, offset, length)
             fh.seek(offset)
             return fh.read(length)
     except OSError:
         return b""
+
+
+def read_payloads(path: str | Path, ranges: list[tuple[int, int]]) -> list[str]:
+    """Payload texts of several ``(payload_offset, payload_length)`` ranges of one trace file, in one pass (a
+    ``.gz`` is decompressed once, front to back, bounded and damage-tolerant). A range past the end of what can
+    be read gives what there is (possibly ``""``)."""
+    path = Path(path)
+    blocks = [b""] * len(ranges)
+    try:
+        with open(path, "rb") as fh:
+            if path.name.endswith(".gz") or fh.read(2) == files.GZIP_MAGIC:
+                fh.seek(0)
+                _gather(files.Inflater(fh), ranges, blocks)
+            else:
+                for i, (offset, length) in enumerate(ranges):
+                    fh.seek(offset)
+                    blocks[i] = fh.read(length)
+    except OSError:
+        pass  # the file changed or vanished since it was indexed: what was read counts
+    return [_strip_tabs(b).decode("utf-8", errors="replace") for b in blocks]
+
+
+def _gather(chunks, ranges: list[tuple[int, int]], blocks: list[bytes]) -> None:
+    order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+    parts: dict[int, list[bytes]] = {i: [] for i in order}
+    pos, first = 0, 0
+    for chunk in chunks:
+        end = pos + len(chunk)
+        i = first
+        while i < len(order) and ranges[order[i]][0] < end:
+            offset, length = ranges[order[i]]
+            lo, hi = max(offset, pos), min(offset + length, end)
+            if hi > lo:
+                parts[order[i]].append(chunk[lo - pos:hi - pos])
+            i += 1
+        while first < len(order) and sum(ranges[order[first]]) <= end:
+            first += 1
+        pos = end
+        if first == len(order):
+            break
+    for i, got in parts.items():
+        blocks[i] = b"".join(got)
 
 
 def read_payload(path: str | Path, offset: int, length: int) -> str:
@@ -143,15 +187,15 @@ def _read_file(path: Path, run_id: str, verify: bool | None, frames: Frames) -> 
             problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
             return
         with fh:
-            if path.name.endswith(".gz"):
-                try:
+            try:
+                gz = path.name.endswith(".gz") or fh.read(2) == files.GZIP_MAGIC  # also a gzip named .log
+                fh.seek(0)
+                if gz:
                     tmp = _inflate_to_temp(fh, shown, problems)
-                except OSError as exc:
-                    problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
-                    return
-                local, size = tmp, os.path.getsize(tmp)
-            else:
-                local, size = str(path), os.fstat(fh.fileno()).st_size
+            except OSError as exc:
+                problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
+                return
+            local, size = (tmp, os.path.getsize(tmp)) if tmp else (str(path), os.fstat(fh.fileno()).st_size)
         if size == 0:
             problems.add("empty_file", None, f"{shown} is empty (the process wrote no record)")
             return
@@ -162,6 +206,11 @@ def _read_file(path: Path, run_id: str, verify: bool | None, frames: Frames) -> 
             problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
             return
         with fh:
+            packed = files.compressed(fh.read(4))
+            if packed:  # the indexer's CSV reader would decompress it by its magic bytes (and fail on damage)
+                problems.add("bad_header", 1, f"{shown} holds {packed}-compressed data"
+                             f"{' inside its gzip stream' if gz else ''}, not TORCH_TRACE text: not indexed")
+                return
             fh.seek(max(0, size - 1))
             ends_with_newline = fh.read(1) == b"\n"
             fh.seek(0)

@@ -389,22 +389,12 @@ class Timeline:
 
 
 def _payloads(path: str, rows: list[dict]) -> list[tuple[dict, str]]:
-    """Payload texts of ``rows`` of one trace file, read with one open handle in file order (a ``.gz`` file is
-    decompressed once, front to back, instead of once per payload as :func:`read_payload` would)."""
-    import gzip
+    """Payload texts of ``rows`` of one trace file, read in one pass (a ``.gz`` is decompressed once, front to
+    back, instead of once per payload as :func:`read_payload` would)."""
+    from aoti_trace.ingest.trace import read_payloads
 
-    out = []
-    opener = gzip.open if path.endswith(".gz") else open
-    try:
-        with opener(path, "rb") as fh:  # type: ignore[operator]
-            for row in sorted(rows, key=lambda r: r["payload_offset"]):
-                fh.seek(row["payload_offset"])
-                block = fh.read(row["payload_length"]).replace(b"\r\n", b"\n").rstrip(b"\n")
-                text = b"\n".join(ln[1:] if ln.startswith(b"\t") else ln for ln in block.split(b"\n"))
-                out.append((row, text.decode("utf-8", errors="replace")))
-    except (OSError, EOFError, ValueError):
-        pass  # a damaged file: the rows read so far still count
-    return out
+    texts = read_payloads(path, [(r["payload_offset"], r["payload_length"]) for r in rows])
+    return [(row, text) for row, text in zip(rows, texts) if text]
 
 
 def timelines(analysis: Analysis, max_events: int = MAX_CHROMIUM_EVENTS) -> list[Timeline]:

@@ -18,6 +18,7 @@ import shutil
 import signal
 import struct
 import time
+import zlib
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,8 +177,11 @@ def apply(target: Path, m: Mutation) -> Path:
     (gzip ops rename it to ``.gz``)."""
     data = target.read_bytes()
     if m.op in ("gzip", "gzip_cut"):
-        if target.suffix == ".gz":
-            data = gzip.decompress(data) if m.op == "gzip" else data
+        if target.suffix == ".gz" and m.op == "gzip":
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError, zlib.error):  # an earlier mutation broke it: compress it as it is
+                pass
         packed = gzip.compress(data, mtime=0)
         if m.op == "gzip_cut":
             packed = packed[: 10 + m.a % max(1, len(packed) - 10)]

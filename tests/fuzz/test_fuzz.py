@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -27,6 +29,7 @@ from pathlib import Path
 import pytest
 from hostile import OPS, SEEDS, CaseTimeout, Mutation, analyse, apply, materialise, terminal_safe, time_limit
 from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from aoti_trace import engine
@@ -36,6 +39,9 @@ LIMIT_S = float(os.environ.get("AOTI_TRACE_FUZZ_LIMIT_S", "10"))  # CPU seconds 
 HANG_S = float(os.environ.get("AOTI_TRACE_FUZZ_HANG_S", "120"))  # wall-clock seconds per case
 KEEP_GOING = os.environ.get("AOTI_TRACE_FUZZ_KEEP_GOING") == "1"
 LOG = os.environ.get("AOTI_TRACE_FUZZ_LOG")
+MAX_RSS_MB = int(os.environ.get("AOTI_TRACE_FUZZ_MAX_RSS_MB", "4000"))
+SEED = int(os.environ["AOTI_TRACE_FUZZ_SEED"]) if os.environ.get("AOTI_TRACE_FUZZ_SEED") else None
+_WATCHER: list = []
 
 pytestmark = pytest.mark.fuzz
 
@@ -44,12 +50,17 @@ mutations = st.builds(Mutation, op=st.sampled_from(OPS), a=st.integers(0, 2**31)
 cases = st.tuples(st.sampled_from(SEEDS), st.lists(st.tuples(st.integers(0, 999), mutations), min_size=1, max_size=4))
 
 STATS: dict = {"cases": 0, "crashes": 0, "over_limit_cpu": 0, "over_10s_wall": 0, "max_wall_s": 0.0,
-               "max_cpu_s": 0.0, "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "failures": [], "slowest": []}
+               "max_cpu_s": 0.0, "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "failures": [], "slowest": [],
+         "peak_rss_mb": 0, "peak_rss_growth": []}
 
 
 @pytest.fixture(scope="module")
 def rules():
     return engine.load_rules()
+
+
+def _peak_rss_mb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
 def _save() -> None:
@@ -87,13 +98,34 @@ def run_case(seed: str, plan: list[tuple[int, Mutation]], rules) -> tuple[float,
         return out.wall_s, out.cpu_s
 
 
-@settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None, print_blob=True,
+def _watch_memory() -> None:
+    """A run that passes MAX_RSS_MB is ended (a Rust allocation cannot be interrupted), naming the case."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    while True:
+        time.sleep(0.5)
+        with open("/proc/self/statm") as fh:
+            rss_mb = int(fh.read().split()[1]) * page >> 20
+        if rss_mb > MAX_RSS_MB:
+            STATS["crashes"] += 1
+            STATS["failures"].append({**STATS.get("current", {}), "error": f"memory: RSS {rss_mb} MB"})
+            _save()
+            os.write(2, f"\naoti-trace fuzz: RSS {rss_mb} MB > {MAX_RSS_MB} MB in {STATS.get('current')}\n".encode())
+            os._exit(3)
+
+
+@settings(max_examples=EXAMPLES, derandomize=SEED is None, deadline=None, database=None, print_blob=True,
           suppress_health_check=list(HealthCheck))
+@hypothesis_seed(SEED)
 @given(case=cases)
 def test_fuzz_pipeline(case, rules):
     seed, plan = case
     STATS["cases"] += 1
     described = {"seed": seed, "mutations": [[w, str(m)] for w, m in plan]}
+    STATS["current"] = described
+    if not _WATCHER:
+        _WATCHER.append(threading.Thread(target=_watch_memory, daemon=True))
+        _WATCHER[0].start()
+    peak_before = _peak_rss_mb()
     try:
         wall, cpu = run_case(seed, plan, rules)
     except (Exception, CaseTimeout) as exc:  # noqa: BLE001 - every failure of a case is a finding
@@ -105,6 +137,11 @@ def test_fuzz_pipeline(case, rules):
         if not KEEP_GOING:
             raise
         return
+    grew = _peak_rss_mb() - peak_before
+    if grew > 100:
+        STATS["peak_rss_growth"] = sorted([*STATS["peak_rss_growth"], {**described, "mb": grew}],
+                                          key=lambda r: -r["mb"])[:10]
+    STATS["peak_rss_mb"] = _peak_rss_mb()
     STATS["max_wall_s"] = max(STATS["max_wall_s"], round(wall, 2))
     STATS["max_cpu_s"] = max(STATS["max_cpu_s"], round(cpu, 2))
     STATS["over_10s_wall"] += wall > 10
