@@ -127,7 +127,8 @@ def mutate_bytes(data: bytes, m: Mutation) -> bytes:
         s, e = _line_bounds(data, m.a)
         if m.op == "drop_line":
             return data[:s] + data[e:]
-        return data[:e] + data[s:e] * (1 + m.b % 50) + data[e:]
+        times = min(1 + m.b % 50, MAX_GROWTH // max(1, e - s))  # repeated dups must not compound
+        return data[:e] + data[s:e] * times + data[e:]
     if m.op == "crlf":
         return data.replace(b"\n", b"\r\n") if m.b % 2 == 0 else data.replace(b"\n", b"\r")
     if m.op == "bad_utf8":
@@ -172,6 +173,10 @@ def _signature_lines() -> tuple[bytes, ...]:
 SPLICE_LINES = _signature_lines()
 
 
+MAX_GROWTH = 1 << 20  # bytes one mutation may add
+MAX_FILE = 16 << 20  # a mutation that would make a file larger is skipped
+
+
 def apply(target: Path, m: Mutation) -> Path:
     """Mutate the file ``target`` in place (a ``.pt2``: its raw bytes or one of its entries); returns its path
     (gzip ops rename it to ``.gz``)."""
@@ -190,10 +195,9 @@ def apply(target: Path, m: Mutation) -> Path:
         if out != target:
             target.unlink()
         return out
-    if target.suffix == ".pt2" and m.c % 3 != 0:
-        target.write_bytes(mutate_entry(data, m))
-    else:
-        target.write_bytes(mutate_bytes(data, m))
+    out = mutate_entry(data, m) if target.suffix == ".pt2" and m.c % 3 != 0 else mutate_bytes(data, m)
+    if len(out) <= MAX_FILE:
+        target.write_bytes(out)
     return target
 
 
