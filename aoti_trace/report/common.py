@@ -394,7 +394,7 @@ def _payloads(path: str, rows: list[dict]) -> list[tuple[dict, str]]:
     from aoti_trace.ingest.trace import read_payloads
 
     texts = read_payloads(path, [(r["payload_offset"], r["payload_length"]) for r in rows])
-    return [(row, text) for row, text in zip(rows, texts) if text]
+    return list(zip(rows, texts))
 
 
 def timelines(analysis: Analysis, max_events: int = MAX_CHROMIUM_EVENTS) -> list[Timeline]:
