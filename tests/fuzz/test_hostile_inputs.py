@@ -552,3 +552,14 @@ def test_15_symlinks_out_of_the_folder_are_reported(tmp_path, rules):
     (row,) = damage(out, "symlink_skipped")
     assert "outside the analysed folder" in row["detail"]
     assert out.analysis.runs[0].stderr == []
+
+
+def test_14_inspect_shows_package_control_characters_as_escapes(tmp_path):
+    """Derived from fixtures/packages/linear.pt2: its user metadata value ``"linear"`` replaced by ESC c + U+009B
+    (JSON escapes). ``aoti-trace inspect`` prints them as visible escapes."""
+    pkg = tmp_path / "model.pt2"
+    shutil.copy(FIXTURES / "packages" / "linear.pt2", pkg)
+    replace_entry(pkg, "wrapper_metadata.json", lambda b: b.replace(b'"linear"', b'"\\u001bc\\u009b31m evil"'))
+    res = subprocess.run([sys.executable, "-m", "aoti_trace", "inspect", str(pkg)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "\\x1bc\\x9b31m evil" in res.stdout and terminal_safe(res.stdout)
