@@ -14,7 +14,7 @@ import polars as pl
 
 from aoti_trace.discover import RunInputs, discover
 from aoti_trace.findings import Finding
-from aoti_trace.frames import Frames
+from aoti_trace.frames import Frames, schema
 
 
 @dataclass
@@ -37,6 +37,10 @@ def build_frames(runs: list[RunInputs]) -> Frames:
 
     frames = Frames()
     for run in runs:
+        if run.skipped:  # found by discovery but not read: a FIFO, an unreadable file, a link out of the folder
+            frames.add("damage", pl.DataFrame([
+                {"run_id": run.run_id, "path": str(s.path), "lineno": None, "kind": s.kind, "count": 1,
+                 "detail": s.detail} for s in run.skipped], schema=schema("damage")))
         if run.is_empty():
             where = run.root if run.root is not None else run.run_id
             frames.add("damage", pl.DataFrame([{

@@ -15,6 +15,12 @@ It writes the capture folder described in ``docs/architecture.md``:
 
 Ctrl-C (SIGINT) and SIGTERM are forwarded to the child's process group; a second Ctrl-C kills it. ``timeout``
 ends a hung child: SIGTERM to its process group, SIGKILL after :data:`KILL_GRACE_S` seconds.
+
+A process the command started in its own session (outside the group) can keep the pipes open after the command
+has ended: the readers wait :data:`READER_DRAIN_S` seconds (and 2 more after SIGKILL to the group), then copy what
+the pipes still hold and stop; the files are closed only after their readers have returned. The streams that
+were still open are listed in the manifest (``capture.streams_left_open``): what was written to them after that
+is not in the capture, and the analysis reports it as ``lost_output`` damage.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -36,6 +43,7 @@ SCHEMA = "aoti-trace.capture/v1"
 KILL_GRACE_S = 5.0
 PROBE_TIMEOUT_S = 120.0
 READER_DRAIN_S = 10.0
+MAX_DRAIN_READS = 256  # reads of up to 64 KiB each after the readers are told to stop
 # The child gets its own process group, so a timeout or a second Ctrl-C can end it with all its workers.
 _NEW_GROUP: dict = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
 
@@ -293,15 +301,32 @@ def system_facts(facts: dict[str, object], env: dict[str, str]) -> dict[str, obj
 # --------------------------------------------------------------------------- capture
 
 
-def _pump(src, sink, echo_to) -> None:
-    """Copy bytes from a pipe to a file (and a terminal), flushing each chunk as it arrives."""
+def _pump(src, sink, echo_to, stop: threading.Event, state: dict) -> None:
+    """Copy bytes from a pipe to a file (and a terminal), flushing each chunk as it arrives.
+
+    Returns at end of file, or soon after ``stop`` is set (having first copied whatever the pipe still holds);
+    ``state["eof"]`` says which. The caller closes ``sink`` only after this returns."""
     fd = src.fileno()
+    poller = select.poll()  # not select.select: that fails for descriptors above FD_SETSIZE (1024)
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    drained = 0
     while True:
+        if stop.is_set():
+            os.set_blocking(fd, False)  # drain what is already in the pipe, then give up on the writer
+            drained += 1
+            if drained > MAX_DRAIN_READS:  # a writer that keeps the pipe full must not keep us here
+                break
+        elif not poller.poll(200):
+            continue
         try:
             chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            break  # stop was set and the pipe is empty; a process still holds its write end
         except OSError:
+            state["eof"] = True
             break
         if not chunk:
+            state["eof"] = True
             break
         sink.write(chunk)
         sink.flush()
@@ -432,9 +457,11 @@ def capture(
 
     echo_err = getattr(sys.stderr, "buffer", None) if echo else None
     echo_out = echo_err if echo == "stderr" else getattr(sys.stdout, "buffer", None) if echo else None
+    stop = threading.Event()
+    pumped: dict[str, dict] = {"stdout": {"eof": False}, "stderr": {"eof": False}}
     readers = [
-        threading.Thread(target=_pump, args=(proc.stdout, stdout_f, echo_out), daemon=True),
-        threading.Thread(target=_pump, args=(proc.stderr, stderr_f, echo_err), daemon=True),
+        threading.Thread(target=_pump, args=(proc.stdout, stdout_f, echo_out, stop, pumped["stdout"]), daemon=True),
+        threading.Thread(target=_pump, args=(proc.stderr, stderr_f, echo_err, stop, pumped["stderr"]), daemon=True),
     ]
     for t in readers:
         t.start()
@@ -480,8 +507,23 @@ def capture(
     finally:
         for sig, handler in old_handlers.items():
             signal.signal(sig, handler)
-        stdout_f.close()
-        stderr_f.close()
+        # A process outside the group (started in its own session) may still hold the pipes open: the readers
+        # copy what the pipes hold and stop; a file is closed only once its reader has returned.
+        stop.set()
+        for t in readers:
+            t.join(5.0)
+        for t, f in zip(readers, (stdout_f, stderr_f)):
+            if not t.is_alive():
+                f.close()
+    left_open = [name for name, st in pumped.items() if not st["eof"]]
+    for pipe in (proc.stdout, proc.stderr):
+        try:
+            pipe.close()  # the writer that is left gets EPIPE / SIGPIPE from now on
+        except OSError:
+            pass
+    if left_open:
+        _note(f"{' and '.join(left_open)} still held open {READER_DRAIN_S + 2:g}s after the command ended (by a "
+              "process it started outside its process group): output written after that was not captured")
 
     if probe_thread is not None:
         probe_thread.join(PROBE_TIMEOUT_S)
@@ -496,7 +538,7 @@ def capture(
     manifest.update(
         exit_code=rc, signal=result.signal, timed_out=timed_out, interrupted=result.interrupted,
         duration_s=result.duration_s, environment=environment_facts,
-        capture={"python": sys.executable, "complete": True},
+        capture={"python": sys.executable, "complete": True, "streams_left_open": left_open},
     )
     _write_json(out / "manifest.json", manifest)
     if timed_out:

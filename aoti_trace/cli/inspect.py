@@ -98,4 +98,6 @@ def render_text(info, derived, h) -> str:
             console.print("problems: none found")
     console.print(f"host: torch {h.torch_version} (cuda: {h.torch_cuda}), {h.machine}, GPUs: {h.gpu_count}, "
                   f"CPU flags: {' '.join(h.cpu_flags or [])}", markup=False)
-    return console.export_text()
+    from aoti_trace.report.text import visible
+
+    return visible(console.export_text())  # package text never drives the terminal (as in the text report)

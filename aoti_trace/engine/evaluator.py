@@ -232,20 +232,28 @@ def _first_line(text: str | None) -> str:
 
 
 def matching_line(text: str | None, leaf: Leaf | None) -> str:
-    """The line of a (multi-line) cell that the leaf matched; else its first non-empty line."""
+    """The line of a (multi-line) cell that the leaf matched; else its first non-empty line.
+
+    The match is located by the engine that matched the rule (Polars: Rust regex, linear time), never by Python's
+    backtracking ``re``: a user rule such as ``(a+)+b`` must not run for minutes on a long cell."""
     if not text:
         return ""
     if leaf is not None and (leaf.regex is not None or leaf.contains is not None):
-        flags = re.IGNORECASE if leaf.ignore_case else 0
-        pattern = leaf.regex if leaf.regex is not None else re.escape(leaf.contains or "")
+        cell = text
+        if leaf.regex is not None:
+            pattern, literal = ("(?i)" if leaf.ignore_case else "") + leaf.regex, False
+        else:
+            pattern, literal = leaf.contains or "", True
+            if leaf.ignore_case:  # as the rule matched; lower-casing keeps every newline where it was
+                cell, pattern = text.lower(), pattern.lower()
         try:
-            m = re.search(pattern, text, flags)
-        except re.error:
-            m = None
-        if m:
-            start = text.rfind("\n", 0, m.start()) + 1
-            end = text.find("\n", m.start())
-            line = text[start : end if end >= 0 else len(text)].strip()
+            at = pl.Series([cell], dtype=pl.String).str.find(pattern, literal=literal)[0]
+        except pl.exceptions.PolarsError:
+            at = None
+        if at is not None:
+            index = cell.encode("utf-8", "surrogatepass")[:at].count(b"\n")
+            lines = text.split("\n")
+            line = lines[index].strip() if index < len(lines) else ""
             if line:
                 return line
     return _first_line(text)

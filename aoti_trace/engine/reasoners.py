@@ -294,12 +294,18 @@ def device_names(finding: Finding, frames: Frames) -> Finding:
 
 # ------------------------------------------------------------------------------------------- deprecated API
 
-AOT_COMPILE_CALL = re.compile(r"^(?P<lhs>[\w.\[\], ]+?)\s*=\s*torch\._export\.aot_compile\((?P<args>.*)\)\s*$")
+MAX_CALL_CHARS = 2000
+# lhs: blank-separated tokens (a lazy `[\w.\[\], ]+?\s*=` backtracks quadratically through a run of blanks)
+AOT_COMPILE_CALL = re.compile(
+    r"^(?P<lhs>[\w.\[\],]+(?:[ \t]+[\w.\[\],]+)*)\s*=\s*torch\._export\.aot_compile\((?P<args>.*)\)\s*$")
 
 
 def migration_for(code: str) -> str | None:
     """The aoti_compile_and_package rewrite of one ``x = torch._export.aot_compile(...)`` source line."""
-    m = AOT_COMPILE_CALL.match(code.strip())
+    code = code.strip()
+    if len(code) > MAX_CALL_CHARS:  # the lazy lhs backtracks on long lines: only a bounded line is matched
+        return None
+    m = AOT_COMPILE_CALL.match(code)
     if not m:
         return None
     args = [a.strip() for a in _split_top(m["args"])]

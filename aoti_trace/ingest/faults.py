@@ -15,18 +15,19 @@ import polars as pl
 from aoti_trace.frames import conform, empty
 from aoti_trace.vocabulary import is_torch, is_user, route_phase, torch_relative
 
-FATAL = re.compile(r"^Fatal Python error: (?P<what>.*?)\s*$")
-THREAD = re.compile(r"^(?P<current>Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):|^Stack \(most recent call first\):")
-FH_FRAME = re.compile(r'^  File "(?P<file>[^"]*)", line (?P<line>\d+|\?\?\?) in (?P<func>.+?)\s*$')
-TERMINATE = re.compile(r"^terminate called (?:after throwing an instance of '(?P<type>[^']*)'|(?P<other>.*))")
-WHAT = re.compile(r"^\s*what\(\):\s+(?P<what>.*)$")
+# Line patterns, matched in Polars (Rust regex: linear time on any line), never with Python's backtracking `re`
+# (`.*?\s*$` is quadratic there on a line ending in a long run of spaces).
+FATAL = r"^Fatal Python error: (?P<what>.*?)\s*$"
+THREAD = r"^(?P<current>Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):|^Stack \(most recent call first\):"
+FH_FRAME = r'^  File "(?P<file>[^"]*)", line (?P<line>[0-9]{1,18}|\?\?\?) in (?P<func>.+?)\s*$'
+TERMINATE = r"^terminate called (?:after throwing an instance of '(?P<type>[^']*)'|(?P<other>.*))"
+WHAT = r"^\s*what\(\):\s+(?P<what>.*)$"
 # the shell's report of a child killed by a signal: 'Segmentation fault (core dumped)' on its own line, or a
 # script's job line './run.sh: line 34:  1930 Aborted                 (core dumped) cmd ...'
 SHELL_SIGNAL = (
     r"^(?:\S+: line \d+: +\d+ +)?(?P<what>Segmentation fault|Bus error|Aborted|Illegal instruction"
     r"|Floating point exception|Killed)(?: +\(core dumped\))?(?:\s*$| +\S)"
 )
-SHELL_SIGNAL_RE = re.compile(SHELL_SIGNAL)
 
 SIGNALS = {
     "segmentation fault": "SIGSEGV",
@@ -50,42 +51,52 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
     )
     if sel.height == 0:
         return empty("faults")
+    text = pl.col("_msg")
+    sel = sel.with_columns(
+        text.str.extract_groups(FATAL).alias("_fatal"),
+        text.str.contains(THREAD).alias("_is_thread"), text.str.extract_groups(THREAD).alias("_thread"),
+        text.str.extract_groups(FH_FRAME).alias("_frame"),
+        pl.when(pl.col("kind") == "plain").then(text.str.extract_groups(SHELL_SIGNAL)).alias("_shell"),
+        text.str.contains(TERMINATE).alias("_is_term"), text.str.extract_groups(TERMINATE).alias("_term"),
+        text.str.extract_groups(WHAT).alias("_whatm"),
+    )
     run_id, path = sel["run_id"][0], sel["path"][0]
     rows: list[dict] = []
     state: dict[int, dict] = {}  # per rank: the open dump / terminate row
-    for rk, _i, lineno, msg, kind, *_ in sel.iter_rows():
+    for r in sel.iter_rows(named=True):
+        rk, lineno, msg = r["_rk"], r["lineno"], r["_msg"]
         st = state.setdefault(rk, {"dump": None, "in_current": False, "term": None})
-        m = FATAL.match(msg)
+        m = r["_fatal"] if r["_fatal"]["what"] is not None else None
         if m:
             st["dump"] = {"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal",
                           "signal": _signal(m["what"]), "what": m["what"], "_stack": []}
             st["in_current"] = False
             rows.append(st["dump"])
             continue
-        m = THREAD.match(msg)
+        m = r["_thread"] if r["_is_thread"] else None
         if m and st["dump"] is not None:
             # the crashing thread is 'Current thread' (or the only 'Stack' of a dump without threads)
             st["in_current"] = m["current"] != "Thread" and not st["dump"]["_stack"]
             continue
-        m = FH_FRAME.match(msg)
+        m = r["_frame"] if r["_frame"]["line"] is not None else None
         if m and st["dump"] is not None and st["in_current"]:
             st["dump"]["_stack"].append((m["file"], m["line"], m["func"]))
             continue
         if msg.startswith("Extension modules: "):
             st["dump"], st["in_current"] = None, False
             continue
-        m = SHELL_SIGNAL_RE.match(msg) if kind == "plain" else None
+        m = r["_shell"] if r["_shell"] and r["_shell"]["what"] is not None else None
         if m:
             rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal", "what": msg[:300],
                          "signal": _signal(m["what"]) or ("SIGKILL" if m["what"] == "Killed" else None), "_stack": []})
             continue
-        m = TERMINATE.match(msg)
+        m = r["_term"] if r["_is_term"] else None
         if m:
             st["term"] = {"run_id": run_id, "path": path, "lineno": lineno, "kind": "terminate",
                           "exc_type": m["type"], "what": None, "_stack": []}
             rows.append(st["term"])
             continue
-        m = WHAT.match(msg)
+        m = r["_whatm"] if r["_whatm"]["what"] is not None else None
         if m:
             if st["term"] is not None and st["term"]["what"] is None:
                 st["term"]["what"] = m["what"]

@@ -95,7 +95,6 @@ Host facts (model '<host>', item null unless noted; path = the package they were
 from __future__ import annotations
 
 import io
-import json
 import re
 import zipfile
 from pathlib import Path
@@ -108,6 +107,7 @@ from aoti_trace import host as host_mod
 from aoti_trace.errors import PackageError
 from aoti_trace.frames import Frames
 from aoti_trace.ingest import pt2_archive as pa
+from aoti_trace.ingest import safe_json
 from aoti_trace.ingest.pt2_wrapper import (
     ITEMSIZE,
     ConstantSpec,
@@ -209,10 +209,18 @@ def _fmt_dims(vals: list[int | None]) -> str:
 
 def _read_json(ar: pa.Archive, name: str, model: ModelInfo) -> Any:
     try:
-        return json.loads(ar.read_text(name))
-    except json.JSONDecodeError as exc:
+        return safe_json.loads(ar.read_text(name))
+    except ValueError as exc:  # bad JSON, nested too deeply, an integer too long to convert
         model.issues.append(Issue(kind="bad_json", item=name, detail=f"{name}: {exc}", entry=name))
         return None
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _ints(v: Any) -> bool:
+    return isinstance(v, list) and all(_int(x) for x in v)
 
 
 def _elf_check(ar: pa.Archive, name: str, model: ModelInfo) -> None:
@@ -246,6 +254,8 @@ def _pickle_weights(ar: pa.Archive, model: ModelInfo, config_entry: str, weights
     for fqn, spec in config.items():
         try:
             fname, shape, stride, offset = spec
+            if not (_ints(shape) and _ints(stride) and _int(offset) and len(shape) == len(stride)):
+                raise TypeError
         except (TypeError, ValueError):
             model.issues.append(Issue(kind="bad_json", item=fqn, detail=f"{config_entry}: bad entry for {fqn}",
                                       entry=config_entry))
@@ -270,7 +280,7 @@ def _pickle_weights(ar: pa.Archive, model: ModelInfo, config_entry: str, weights
             with zipfile.ZipFile(io.BytesIO(raw)) as inner:
                 found = max((i.file_size for i in inner.infolist() if re.search(r"/data/\d+$", i.filename)),
                             default=0)
-        except zipfile.BadZipFile:
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError):
             model.issues.append(Issue(kind="weights_truncated", item=entry,
                                       detail=f"declared {req} bytes, found an unreadable torch.save archive "
                                       f"({ar.size(entry)} bytes)", entry=entry))
@@ -304,11 +314,14 @@ def _read_model(ar: pa.Archive, prefix: str, name: str, files: list[str]) -> Mod
         if f.endswith(".wrapper.json"):
             data = _read_json(ar, f, model)
             for node in (data or {}).get("nodes", []) if isinstance(data, dict) else []:
-                n = node.get("node", {}) if isinstance(node, dict) else {}
-                target = n.get("target")
+                n = node.get("node") if isinstance(node, dict) else None
+                target = n.get("target") if isinstance(n, dict) else None
                 if isinstance(target, str):
-                    custom = str((n.get("metadata") or {}).get("torch_library_custom_op", "")) == "1"
-                    model.extern_ops.append(ExternOp(node=node.get("name"), target=target, custom_op=custom))
+                    meta = n.get("metadata")  # type: ignore[union-attr]
+                    custom = isinstance(meta, dict) and str(meta.get("torch_library_custom_op", "")) == "1"
+                    name = node.get("name")
+                    model.extern_ops.append(ExternOp(node=name if isinstance(name, str) else None, target=target,
+                                                     custom_op=custom))
 
     if sos:
         model.so_entry = next((s for s in sos if s.endswith(".wrapper.so")), sos[0])
@@ -356,7 +369,8 @@ def _weights(ar: pa.Archive, prefix: str, model: ModelInfo, mmap_external: bool)
         model.weight_files.append(WeightFile(entry=f, bytes=ar.size(f)))
     if config:
         model.weights_format = "pickle"
-        listed = {weights_dir + str(v[0]) for v in (_peek_config(ar, config) or {}).values()
+        peeked = _peek_config(ar, config)
+        listed = {weights_dir + str(v[0]) for v in (peeked.values() if isinstance(peeked, dict) else ())
                   if isinstance(v, list) and v}
         for f in sorted(listed):
             if f in ar.infos:
@@ -389,8 +403,8 @@ def _weights(ar: pa.Archive, prefix: str, model: ModelInfo, mmap_external: bool)
 
 def _peek_config(ar: pa.Archive, entry: str) -> Any:
     try:
-        return json.loads(ar.read_text(entry))
-    except json.JSONDecodeError:
+        return safe_json.loads(ar.read_text(entry))
+    except ValueError:
         return None
 
 

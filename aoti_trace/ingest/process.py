@@ -7,7 +7,6 @@ Exit statuses are accepted in the forms users paste: ``-11`` (Python's subproces
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import signal
@@ -18,6 +17,7 @@ import polars as pl
 from aoti_trace.discover import RunInputs
 from aoti_trace.errors import InputError
 from aoti_trace.frames import Frames
+from aoti_trace.ingest import safe_json
 
 # words a shell or a user uses for a fatal signal
 SIGNAL_WORDS: list[tuple[str, str]] = [
@@ -119,6 +119,16 @@ def _damage(run_id: str, path: Path, kind: str, detail: str) -> dict:
     return {"run_id": run_id, "path": str(path), "lineno": None, "kind": kind, "count": 1, "detail": detail}
 
 
+def _seconds(value: object) -> float | None:
+    """A JSON number as seconds; None for anything else (a bool, a string, an integer too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
 def _read_manifest(path: Path, run_id: str) -> tuple[dict, list[dict]]:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -132,8 +142,8 @@ def _read_manifest(path: Path, run_id: str) -> tuple[dict, list[dict]]:
             return {}, [_damage(run_id, path, "bad_json", f"exit-code file: {exc}")]
         return row, []
     try:
-        man = json.loads(text)
-    except json.JSONDecodeError as exc:
+        man = safe_json.loads(text)
+    except ValueError as exc:
         return {}, [_damage(run_id, path, "bad_json", f"manifest is not valid JSON: {exc}")]
     if not isinstance(man, dict):
         return {}, [_damage(run_id, path, "bad_json", "manifest is not a JSON object")]
@@ -154,7 +164,7 @@ def _read_manifest(path: Path, run_id: str) -> tuple[dict, list[dict]]:
         signal=sig,
         timed_out=timed_out if isinstance(timed_out, bool) else None,
         interrupted=interrupted if isinstance(interrupted, bool) else None,
-        duration_s=float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None,
+        duration_s=_seconds(duration),
         env=_env_text(man.get("env")),
     )
     environment = man.get("environment") if isinstance(man.get("environment"), dict) else {}
@@ -162,6 +172,13 @@ def _read_manifest(path: Path, run_id: str) -> tuple[dict, list[dict]]:
                         ("libstdcxx", "libstdcxx")):
         value = environment.get(key)
         row[column] = str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+    cap = man.get("capture")
+    left_open = cap.get("streams_left_open") if isinstance(cap, dict) else None
+    if isinstance(left_open, list) and left_open:
+        streams = " and ".join(str(x) for x in left_open[:2])
+        damage.append(_damage(run_id, path, "lost_output", f"{streams} still held open by a process the command "
+                              "started (outside its process group) after the command ended: the capture stopped "
+                              "reading, so output written after that is missing"))
     gpus = environment.get("gpus")
     row["gpus"] = "; ".join(map(str, gpus)) if isinstance(gpus, list) and gpus else None
     return row, damage

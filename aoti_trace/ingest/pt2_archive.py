@@ -29,7 +29,7 @@ LFS_MAGIC = b"version https://git-lfs.github.com/spec/v1"
 ERROR_KINDS = {
     "missing_file": "the path does not exist",
     "not_a_file": "the path is a folder or a special file",
-    "unreadable": "the file cannot be read (permissions, I/O error)",
+    "unreadable": "the file or an entry cannot be read (permissions, I/O error, encrypted or undecodable entry)",
     "empty_file": "the file is empty",
     "lfs_pointer": "a Git LFS pointer text file instead of the package",
     "not_a_zip": "not a zip archive at all",
@@ -107,7 +107,8 @@ class Archive:
             if "CRC" in str(exc):
                 raise package_error("bad_crc", f"{self.path}: entry {name} is corrupt ({exc})") from None
             raise package_error("truncated_archive", f"{self.path}: entry {name} cannot be read ({exc})") from None
-        except (OSError, EOFError, NotImplementedError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - only zipfile runs here: whatever a hostile entry makes it raise
+            # (zlib.error, RuntimeError for encryption, NotImplementedError, EOFError, ...) is an unreadable entry
             raise package_error("unreadable", f"{self.path}: entry {name} cannot be read ({exc})") from None
         if len(data) > limit:  # the header lied about the size
             raise package_error("hostile_archive", f"{self.path}: entry {name} inflates past its declared size")
@@ -122,7 +123,7 @@ class Archive:
         try:
             with self.zf.open(self.infos[name]) as fh:
                 return fh.read(n)
-        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - only zipfile runs here (see read_bytes)
             raise package_error("unreadable", f"{self.path}: entry {name} cannot be read ({exc})") from None
 
 
@@ -164,7 +165,7 @@ def open_archive(path: str | Path) -> Archive:
     except zipfile.BadZipFile as exc:
         raise package_error("truncated_archive", f"{path} is a damaged zip archive ({exc}): the file was probably "
                             f"cut short while copying or downloading ({path.stat().st_size} bytes)") from None
-    except (OSError, EOFError, ValueError, NotImplementedError) as exc:
+    except Exception as exc:  # noqa: BLE001 - only zipfile runs here: any failure on hostile bytes is unreadable
         raise package_error("unreadable", f"cannot read {path} as a zip archive: {exc}") from None
     try:
         infos = zf.infolist()
@@ -178,6 +179,9 @@ def open_archive(path: str | Path) -> Archive:
                                     "that would write outside its folder when extracted")
             if _is_symlink(info):
                 raise package_error("hostile_archive", f"{path}: entry {info.filename!r} is a symbolic link; refusing it")
+            if info.flag_bits & 0x1:
+                raise package_error("unreadable", f"{path}: entry {info.filename!r} is encrypted (a password-"
+                                    "protected zip): neither aoti-trace nor torch's package loader can read it")
             total += info.file_size
             if (info.file_size > RATIO_MIN_BYTES
                     and info.file_size > MAX_RATIO * max(info.compress_size, 1)):

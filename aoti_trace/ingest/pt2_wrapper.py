@@ -11,31 +11,31 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-RE_INPUT_NAME = re.compile(r'inputs_info_\[(?P<i>\d+)\]\.name = "(?P<name>[^"]*)";')
-RE_OUTPUT_NAME = re.compile(r'outputs_info_\[(?P<i>\d+)\]\.name = "(?P<name>[^"]*)";')
+RE_INPUT_NAME = re.compile(r'inputs_info_\[(?P<i>\d{1,18})\]\.name = "(?P<name>[^"]*)";')
+RE_OUTPUT_NAME = re.compile(r'outputs_info_\[(?P<i>\d{1,18})\]\.name = "(?P<name>[^"]*)";')
 RE_DTYPE = re.compile(
-    r'input_handles\[(?P<i>\d+)\]: unmatched dtype, "\s*<< "expected: " << \w+ << "\((?P<dtype>at::k\w+)\)')
+    r'input_handles\[(?P<i>\d{1,18})\]: unmatched dtype, "\s*<< "expected: " << \w+ << "\((?P<dtype>at::k\w+)\)')
 RE_RANGE = re.compile(
-    r'input_handles\[(?P<i>\d+)\]: dim value is too (?P<side>small|large) at (?P<dim>\d+), "\s*'
-    r'<< "expected (?:it )?to be (?:>=|<=) (?P<bound>-?\d+)')
+    r'input_handles\[(?P<i>\d{1,18})\]: dim value is too (?P<side>small|large) at (?P<dim>\d{1,18}), "\s*'
+    r'<< "expected (?:it )?to be (?:>=|<=) (?P<bound>-?\d{1,18})')
 RE_DIM = re.compile(
-    r'input_handles\[(?P<i>\d+)\]: unmatched dim value at (?P<dim>\d+), "\s*<< "expected: (?P<v>-?\d+),')
+    r'input_handles\[(?P<i>\d{1,18})\]: unmatched dim value at (?P<dim>\d{1,18}), "\s*<< "expected: (?P<v>-?\d{1,18}),')
 RE_STRIDE = re.compile(
-    r'input_handles\[(?P<i>\d+)\]: unmatched stride value at (?P<dim>\d+), "\s*<< "expected: (?P<v>-?\d+),')
+    r'input_handles\[(?P<i>\d{1,18})\]: unmatched stride value at (?P<dim>\d{1,18}), "\s*<< "expected: (?P<v>-?\d{1,18}),')
 RE_DEVICE = re.compile(
-    r'input_handles\[(?P<i>\d+)\]: unmatched device type, "\s*<< "expected: " << \w+ << "(?P<n>\d+)\((?P<dev>\w+)\)')
-RE_CONSTANT = re.compile(r'constants_info_\[(?P<i>\d+)\]\.(?P<field>\w+) = (?P<v>[^;\n]*);')
+    r'input_handles\[(?P<i>\d{1,18})\]: unmatched device type, "\s*<< "expected: " << \w+ << "(?P<n>\d{1,18})\((?P<dev>\w+)\)')
+RE_CONSTANT = re.compile(r'constants_info_\[(?P<i>\d{1,18})\]\.(?P<field>\w+) = (?P<v>[^;\n]*);')
 RE_MODEL_BASE = re.compile(
-    r'AOTInductorModelBase\((?P<inputs>\d+),\s*(?P<outputs>\d+),\s*(?P<constants>\d+),\s*device_str,'
+    r'AOTInductorModelBase\((?P<inputs>\d{1,18}),\s*(?P<outputs>\d{1,18}),\s*(?P<constants>\d{1,18}),\s*device_str,'
     r'\s*std::move\(cubin_dir\),\s*(?P<in_so>true|false)\)')
 RE_IN_SPEC = re.compile(r'in_spec_ = R"\((?P<spec>[^\n]*)\)";')
 RE_OUT_SPEC = re.compile(r'out_spec_ = R"\((?P<spec>[^\n]*)\)";')
 RE_COMPILE_CMD = re.compile(r'(?m)^// Compile cmd\n// (?P<cmd>[^\n]+)$')
 # kernel definitions: CPU kernels in *.kernel.cpp, Triton sources embedded in the CUDA wrapper, launch helpers
 RE_KERNEL_DEF = re.compile(
-    r'(?m)(?:^extern "C"\s+(?:void|\w+)\s+(?P<cpp>cpp_fused_\w+)\s*\()'
-    r'|(?:^\s*def (?P<triton>triton_\w+)\()'
-    r'|(?:^\s*(?:static\s+)?(?:inline\s+)?void\s+(?P<call>call_triton_\w+)\s*\()')
+    r'(?m)(?:^extern "C"[ \t]+(?:void|\w+)[ \t]+(?P<cpp>cpp_fused_\w+)\s*\()'
+    r'|(?:^[ \t]*def (?P<triton>triton_\w+)\()'
+    r'|(?:^[ \t]*(?:static[ \t]+)?(?:inline[ \t]+)?void[ \t]+(?P<call>call_triton_\w+)\s*\()')
 RE_OOB = re.compile(r'"(?P<text>index out of bounds: [^"]+)"')
 # a CUDA wrapper also embeds the Triton asserts as Python source (single quotes)
 RE_OOB_TRITON = re.compile(r"'(?P<text>index out of bounds: [^'\n]+)'")
@@ -53,7 +53,7 @@ class LineIndex:
     """Offset -> 1-based line number."""
 
     def __init__(self, text: str) -> None:
-        self.starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
     def line(self, offset: int) -> int:
         return bisect.bisect_right(self.starts, offset)
@@ -123,7 +123,10 @@ def _int_list(text: str) -> list[int] | None:
     m = re.fullmatch(r"\{\s*(?P<body>[-\d,\s]*)\}", text.strip())
     if not m:
         return None
-    return [int(x) for x in m["body"].replace(" ", "").split(",") if x]
+    items = [x.strip() for x in m["body"].split(",") if x.strip()]
+    if not all(re.fullmatch(r"-?\d{1,18}", x) for x in items):
+        return None
+    return [int(x) for x in items]
 
 
 def kernels_and_asserts(text: str) -> tuple[list[tuple[str, int]], list[OobAssert]]:
@@ -228,7 +231,7 @@ def parse_wrapper(text: str) -> WrapperFacts:
             c.shape = _int_list(v)
         elif f == "stride":
             c.stride = _int_list(v)
-        elif f in ("data_size", "offset") and re.fullmatch(r"-?\d+", v):
+        elif f in ("data_size", "offset") and re.fullmatch(r"-?\d{1,18}", v):
             setattr(c, f, int(v))
         elif f == "from_folded":
             c.from_folded = v == "true"

@@ -4,6 +4,7 @@ Public API::
 
     read_trace(files: list[Path], run_id: str, *, verify: bool | None = None) -> Frames
     read_payload(path: str | Path, offset: int, length: int) -> str
+    read_payloads(path: str | Path, ranges: list[tuple[int, int]]) -> list[str]   # several, in one pass
     payload_text(row: dict) -> str                      # a row of `events` / `artifacts` (needs path + payload_*)
     payload_md5_ok(path, offset, length, md5) -> bool    # full check of one payload
 
@@ -13,9 +14,11 @@ How a file is read (see trace-format.md §11 and :mod:`aoti_trace.ingest.trace_i
   and ``\\x01`` bytes). Only small header columns are kept (no header text: a 64-bit hash stands for the stack);
   payloads stay on disk as ``(payload_offset, payload_length)`` and are read on demand with :func:`read_payload`,
   which strips exactly one leading TAB per line. The header lines that are JSON-decoded are re-read by byte range.
-* ``.log.gz`` files are decompressed (streaming) to a temporary file that is indexed and then deleted; their
-  payload offsets refer to the decompressed stream and :func:`read_payload` re-reads the ``.gz`` (a gzip seek is a
-  decompression from the start: fine for the few payloads a rule reads).
+* ``.log.gz`` files are decompressed (streaming, bounded: :mod:`aoti_trace.ingest.files`) to a temporary file that
+  is indexed and then deleted; a corrupt or truncated stream keeps what decompressed before the damage
+  (``bad_gzip``), and so does one that inflates past the size or ratio limit (a gzip bomb). Payload offsets refer
+  to the decompressed stream and :func:`read_payload` re-reads the ``.gz`` (a gzip seek is a decompression from
+  the start: fine for the few payloads a rule reads).
 * Only the JSON of ``str`` and ``compilation_metrics`` headers and of the distinct ``stack`` lists is decoded
   (tolerantly; one stack text per distinct hash, one ``inductor_config`` decode per distinct config string);
   every other field comes from anchored regexes over the header line. Context keys (``rank``, compile ids,
@@ -33,7 +36,8 @@ stacks goes back in the export -> compile order (a new ``export`` call, or a sec
 line). Each session with real records gives one ``compiles`` row; one without ``compilation_metrics`` is
 ``incomplete`` (the process died or gave up mid-compile; for ``kind = export`` it just means no compile followed).
 
-Damage (never an exception): ``unreadable``, ``empty_file``, ``bad_gzip``, ``truncated_line`` (last line cut),
+Damage (never an exception): ``unreadable``, ``not_regular_file`` (a FIFO or device: never opened),
+``empty_file``, ``bad_gzip``, ``truncated_line`` (last line cut),
 ``truncated_payload`` (last payload short), ``md5_mismatch``, ``bad_json``, ``bad_header`` (a line that is
 neither a record header nor a payload line), ``bad_utf8``, ``unknown_event``, ``schema_drift``,
 ``orphan_payload`` (TAB lines after a header without ``has_payload``), ``incomplete_compile``.
@@ -41,18 +45,16 @@ neither a record header nor a payload line), ``bad_utf8``, ``unknown_event``, ``
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 import os
 import re
-import shutil
 import tempfile
 from pathlib import Path
 
 import polars as pl
 
 from aoti_trace.frames import Frames
+from aoti_trace.ingest import files, safe_json
 from aoti_trace.ingest import trace_meta as meta
 from aoti_trace.ingest.trace_index import CATEGORICAL, STACK_SEP, header_text, index_file
 
@@ -73,10 +75,59 @@ def _strip_tabs(block: bytes) -> bytes:
 
 
 def _read_block(path: Path, offset: int, length: int) -> bytes:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as fh:  # type: ignore[operator]
-        fh.seek(offset)
-        return fh.read(length)
+    """Bytes of a payload as stored; fewer (or none) when the file has changed, shrunk or is damaged since it was
+    indexed. A ``.gz`` is decompressed from its start (bounded, damage-tolerant: :mod:`aoti_trace.ingest.files`)."""
+    try:
+        with open(path, "rb") as fh:
+            if path.name.endswith(".gz") or fh.read(2) == files.GZIP_MAGIC:  # as _read_file decides
+                fh.seek(0)
+                return files.read_range(fh, offset, length)
+            fh.seek(offset)
+            return fh.read(length)
+    except OSError:
+        return b""
+
+
+def read_payloads(path: str | Path, ranges: list[tuple[int, int]]) -> list[str]:
+    """Payload texts of several ``(payload_offset, payload_length)`` ranges of one trace file, in one pass (a
+    ``.gz`` is decompressed once, front to back, bounded and damage-tolerant). A range past the end of what can
+    be read gives what there is (possibly ``""``)."""
+    path = Path(path)
+    blocks = [b""] * len(ranges)
+    try:
+        with open(path, "rb") as fh:
+            if path.name.endswith(".gz") or fh.read(2) == files.GZIP_MAGIC:
+                fh.seek(0)
+                _gather(files.Inflater(fh), ranges, blocks)
+            else:
+                for i, (offset, length) in enumerate(ranges):
+                    fh.seek(offset)
+                    blocks[i] = fh.read(length)
+    except OSError:
+        pass  # the file changed or vanished since it was indexed: what was read counts
+    return [_strip_tabs(b).decode("utf-8", errors="replace") for b in blocks]
+
+
+def _gather(chunks, ranges: list[tuple[int, int]], blocks: list[bytes]) -> None:
+    order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+    parts: dict[int, list[bytes]] = {i: [] for i in order}
+    pos, first = 0, 0
+    for chunk in chunks:
+        end = pos + len(chunk)
+        i = first
+        while i < len(order) and ranges[order[i]][0] < end:
+            offset, length = ranges[order[i]]
+            lo, hi = max(offset, pos), min(offset + length, end)
+            if hi > lo:
+                parts[order[i]].append(chunk[lo - pos:hi - pos])
+            i += 1
+        while first < len(order) and sum(ranges[order[first]]) <= end:
+            first += 1
+        pos = end
+        if first == len(order):
+            break
+    for i, got in parts.items():
+        blocks[i] = b"".join(got)
 
 
 def read_payload(path: str | Path, offset: int, length: int) -> str:
@@ -122,21 +173,48 @@ def _read_file(path: Path, run_id: str, verify: bool | None, frames: Frames) -> 
     tmp: str | None = None
     try:
         try:
-            local, size = _materialise(path, problems)
+            st = os.stat(path)
         except OSError as exc:
             problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
             return
-        if local != str(path):
-            tmp = local
+        special = files.special_file(st)
+        if special is not None:
+            problems.add("not_regular_file", None, f"{shown} is {special}, not a file: not read")
+            return
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 (closed below; opened first so that an unreadable file is damage)
+        except OSError as exc:
+            problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
+            return
+        with fh:
+            try:
+                gz = path.name.endswith(".gz") or fh.read(2) == files.GZIP_MAGIC  # also a gzip named .log
+                fh.seek(0)
+                if gz:
+                    tmp = _inflate_to_temp(fh, shown, problems)
+            except OSError as exc:
+                problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
+                return
+            local, size = (tmp, os.path.getsize(tmp)) if tmp else (str(path), os.fstat(fh.fileno()).st_size)
         if size == 0:
             problems.add("empty_file", None, f"{shown} is empty (the process wrote no record)")
             return
         thorough = verify if verify is not None else size <= THOROUGH_LIMIT
-        with open(local, "rb") as fh:
+        try:
+            fh = open(local, "rb")  # noqa: SIM115
+        except OSError as exc:
+            problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
+            return
+        with fh:
+            packed = files.compressed(fh.read(4))
+            if packed:  # the indexer's CSV reader would decompress it by its magic bytes (and fail on damage)
+                problems.add("bad_header", 1, f"{shown} holds {packed}-compressed data"
+                             f"{' inside its gzip stream' if gz else ''}, not TORCH_TRACE text: not indexed")
+                return
             fh.seek(max(0, size - 1))
             ends_with_newline = fh.read(1) == b"\n"
-        file_rank = RANK_FILE_RE.search(path.name)
-        with open(local, "rb") as fh:
+            fh.seek(0)
+            file_rank = RANK_FILE_RE.search(path.name)
             _build(local, size, fh, shown, run_id, int(file_rank[1]) if file_rank else None, thorough,
                    ends_with_newline, problems, frames)
     finally:
@@ -145,19 +223,21 @@ def _read_file(path: Path, run_id: str, verify: bool | None, frames: Frames) -> 
         frames.add("damage", _damage_frame(run_id, shown, problems))
 
 
-def _materialise(path: Path, problems: meta.Problems) -> tuple[str, int]:
-    """A plain file to index: the path itself, or a decompressed temporary copy of a ``.gz``."""
-    if not path.name.endswith(".gz"):
-        return str(path), path.stat().st_size
+def _inflate_to_temp(src, shown: str, problems: meta.Problems) -> str:
+    """Decompress an opened ``.gz`` to a temporary file (bounded; whatever decompresses before damage is kept).
+    Returns its path; the caller deletes it. The temporary file never outlives an error."""
     fd, tmp = tempfile.mkstemp(prefix="aoti_trace_", suffix=".log")
-    with os.fdopen(fd, "wb") as out:
-        try:
-            with gzip.open(path, "rb") as src:
-                shutil.copyfileobj(src, out, 1 << 20)
-        except (EOFError, gzip.BadGzipFile, OSError, ValueError) as exc:
-            problems.add("bad_gzip", None, f"{path}: gzip stream damaged ({exc}); analysed the "
-                         f"{out.tell()} bytes decompressed before it")
-    return tmp, os.path.getsize(tmp)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            inflater = files.Inflater(src)
+            for chunk in inflater:
+                out.write(chunk)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    if inflater.problem:
+        problems.add("bad_gzip", None, f"{shown}: {inflater.problem}")
+    return tmp
 
 
 def _display_compile_id() -> pl.Expr:
@@ -226,7 +306,7 @@ def _build(local: str, size: int, fh, shown: str, run_id: str, file_rank: int | 
     if thorough:
         for lineno, text in hdr.filter(pl.col("looks_complete")).select("lineno", "json_text").iter_rows():
             try:
-                json.loads(text[text.index("] {") + 2:])
+                safe_json.loads(text[text.index("] {") + 2:])
             except ValueError:
                 problems.add("bad_json", lineno, f"line {lineno}: header JSON does not decode")
     # ---- unknown events

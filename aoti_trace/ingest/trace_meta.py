@@ -1,15 +1,17 @@
 """Decoding of the few TORCH_TRACE records whose JSON matters: ``str`` tables, stacks, ``compilation_metrics``.
 
 Everything here is tolerant: a value of an unexpected type becomes null and is reported as ``schema_drift``;
-text that does not decode is reported as ``bad_json``. Nothing raises on bad input.
+text that does not decode (including JSON nested too deeply, see :mod:`aoti_trace.ingest.safe_json`) is reported
+as ``bad_json``. Nothing raises on bad input.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import re
 from dataclasses import dataclass, field
+
+from aoti_trace.ingest import safe_json
 
 # Event names torch 2.13 can emit (grep of trace_structured/dtrace_structured calls) plus tlparse's Envelope keys.
 KNOWN_EVENTS = frozenset(
@@ -57,7 +59,7 @@ class Problems:
 def parse_str_record(text: str, lineno: int, problems: Problems) -> tuple[int, str] | None:
     """``{"str": [path, id]}`` -> (id, path)."""
     try:
-        env = json.loads(text[text.index("] {") + 2:])
+        env = safe_json.loads(text[text.index("] {") + 2:])
         path, sid = env["str"]
         if not isinstance(path, str) or not isinstance(sid, int):
             raise TypeError
@@ -70,7 +72,7 @@ def parse_str_record(text: str, lineno: int, problems: Problems) -> tuple[int, s
 def parse_stack(stack_tail: str) -> list | None:
     """The stack list from the text that follows ``"stack": [`` (the rest of the line is ignored)."""
     try:
-        value, _ = json.JSONDecoder().raw_decode("[" + stack_tail)
+        value, _ = safe_json.raw_decode("[" + stack_tail)
     except ValueError:
         return None
     return value if isinstance(value, list) else None
@@ -168,7 +170,7 @@ def _typed(cm: dict, key: str, lineno: int, problems: Problems):
 def decode_metrics(text: str, lineno: int, problems: Problems) -> dict | None:
     """Typed columns of a ``compilation_metrics`` header; None when its JSON does not decode."""
     try:
-        env = json.loads(text[text.index("] {") + 2:])
+        env = safe_json.loads(text[text.index("] {") + 2:])
     except ValueError:
         return None  # the caller reports truncation / bad JSON
     cm = env.get("compilation_metrics") if isinstance(env, dict) else None
@@ -216,7 +218,7 @@ def _config_facts(config: str) -> tuple[dict, tuple[tuple[str, str], ...]]:
     compiles. Callers copy the dict."""
     facts = dict.fromkeys(FACT_COLUMNS)
     try:
-        cfg = json.loads(config)
+        cfg = safe_json.loads(config)
     except ValueError:
         return facts, (("bad_json", "compilation_metrics.inductor_config is not valid JSON"),)
     if not isinstance(cfg, dict):

@@ -11,13 +11,15 @@ lazily, the files it points at: trace payloads, captured logs, guides, packages)
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
+
+from aoti_trace.ingest import safe_json
 
 if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
@@ -200,7 +202,9 @@ def context_lines(path: str | None, line: int | None, radius: int = 3) -> list[t
 
 
 # ------------------------------------------------------------------------------------- generated sources
-GENERATED_REF = re.compile(r"(?P<file>(?:/|\b)[\w./+-]*?\.(?:wrapper\.cpp|kernel\.cpp))[:](?P<line>\d+)")
+# `file.wrapper.cpp:LINE` / `file.kernel.cpp:LINE` in log text; found with Polars (Rust regex, linear time): with
+# Python's `re`, `finditer` of this lazy pattern is quadratic on a long run of word characters.
+GENERATED_REF = r"(?:/|\b)[\w./+-]*?\.(?:wrapper\.cpp|kernel\.cpp):[0-9]{1,9}"
 DUMP_FOR_SUFFIX = {".wrapper.cpp": "inductor_aot_wrapper_code", ".kernel.cpp": "inductor_aot_kernel_code"}
 
 
@@ -236,11 +240,13 @@ def _references(analysis: Analysis, f: Finding) -> list[tuple[str, int | None, s
             hits = lines.filter((pl.col("run_id") == f.run_id)
                                 & pl.col("text").str.contains(r"\.(?:wrapper|kernel)\.cpp:\d+"))
             texts += hits["text"].head(5).to_list()
-    for text in texts:
-        for m in GENERATED_REF.finditer(text or ""):
+    found = pl.Series([t or "" for t in texts], dtype=pl.String).str.extract_all(GENERATED_REF).to_list()
+    for text, matches in zip(texts, found):
+        for m in matches or []:
+            file, _, line = m.rpartition(":")
             why = ("compiler error" if "error:" in text else "C++ exception site" if "Exception raised from" in text
                    else "C++ stack frame" if text.lstrip().startswith("#") else "named in the log")
-            refs.append((m["file"], int(m["line"]), None, why))
+            refs.append((file, int(line), None, why))
     seen, out = set(), []
     for r in refs:  # one excerpt per generated file: the first line that points into it
         if r[0] not in seen:
@@ -383,22 +389,12 @@ class Timeline:
 
 
 def _payloads(path: str, rows: list[dict]) -> list[tuple[dict, str]]:
-    """Payload texts of ``rows`` of one trace file, read with one open handle in file order (a ``.gz`` file is
-    decompressed once, front to back, instead of once per payload as :func:`read_payload` would)."""
-    import gzip
+    """Payload texts of ``rows`` of one trace file, read in one pass (a ``.gz`` is decompressed once, front to
+    back, instead of once per payload as :func:`read_payload` would)."""
+    from aoti_trace.ingest.trace import read_payloads
 
-    out = []
-    opener = gzip.open if path.endswith(".gz") else open
-    try:
-        with opener(path, "rb") as fh:  # type: ignore[operator]
-            for row in sorted(rows, key=lambda r: r["payload_offset"]):
-                fh.seek(row["payload_offset"])
-                block = fh.read(row["payload_length"]).replace(b"\r\n", b"\n").rstrip(b"\n")
-                text = b"\n".join(ln[1:] if ln.startswith(b"\t") else ln for ln in block.split(b"\n"))
-                out.append((row, text.decode("utf-8", errors="replace")))
-    except (OSError, EOFError, ValueError):
-        pass  # a damaged file: the rows read so far still count
-    return out
+    texts = read_payloads(path, [(r["payload_offset"], r["payload_length"]) for r in rows])
+    return list(zip(rows, texts))
 
 
 def timelines(analysis: Analysis, max_events: int = MAX_CHROMIUM_EVENTS) -> list[Timeline]:
@@ -418,10 +414,10 @@ def timelines(analysis: Analysis, max_events: int = MAX_CHROMIUM_EVENTS) -> list
             file_rows = rows.filter(pl.col("path") == path).rows(named=True)
             for row, text in _payloads(path, file_rows):
                 try:
-                    d = json.loads(text)
-                except ValueError:
+                    d = safe_json.loads(text)
+                except ValueError:  # damaged, or nested too deeply
                     continue
-                if not isinstance(d, dict) or not isinstance(d.get("ts"), (int, float)) or not d.get("name"):
+                if not _phase_event(d):
                     continue
                 groups.setdefault((path, row["rank"], row["session"]), []).append((row["lineno"], d))
         for (path, rank, session), events in groups.items():
@@ -429,6 +425,24 @@ def timelines(analysis: Analysis, max_events: int = MAX_CHROMIUM_EVENTS) -> list
             if spans:
                 out.append(Timeline(run_id, path, rank, session, spans, truncated))
     return out
+
+
+def _phase_event(d: object) -> bool:
+    """A chromium event the timeline can place: a finite time stamp, a name, a hashable thread id."""
+    if not isinstance(d, dict) or not d.get("name") or isinstance(d.get("tid"), (list, dict)):
+        return False
+    ts, dur = d.get("ts"), d.get("dur")
+    return (_finite(ts) and (dur is None or not isinstance(dur, (int, float)) or _finite(dur))
+            and isinstance(d["name"], (str, int, float)))
+
+
+def _finite(v: object) -> bool:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        return math.isfinite(v) and abs(v) < 1e18
+    except OverflowError:  # an integer too large for a float
+        return False
 
 
 def _spans(events: list[dict]) -> list[Span]:

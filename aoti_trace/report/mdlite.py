@@ -13,10 +13,10 @@ import html
 import re
 
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)\s*$")
-HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+HEADING = re.compile(r"^(#{1,6})\s+(.*)$")  # the closing #s are stripped in Python (a lazy `.*?\s*#*\s*$` backtracks)
 ITEM = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$")
-CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
-LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^\s)]+)\)")
+BACKTICKS = re.compile(r"`+")
+LINK = re.compile(r"\[([^\[\]\n]+)\]\((https?://[^\s)]+)\)")  # no '[' in the text: linear on a run of '['.
 BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 EM = re.compile(r"(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])")
 
@@ -30,13 +30,12 @@ def inline(text: str) -> str:
         codes.append(html_piece)
         return f"\x00{len(codes) - 1}\x00"
 
-    def code(m: re.Match) -> str:
-        body = m.group(2)
+    def code(body: str) -> str:
         if body.strip() and body.startswith(" ") and body.endswith(" "):
             body = body[1:-1]
         return stash("<code>" + html.escape(body) + "</code>")
 
-    text = CODE_SPAN.sub(code, text)
+    text = _code_spans(text, code)
     parts, pos = [], 0
     for m in LINK.finditer(text):
         parts.append(_emphasis(html.escape(text[pos:m.start()])))
@@ -45,6 +44,29 @@ def inline(text: str) -> str:
         pos = m.end()
     parts.append(_emphasis(html.escape(text[pos:])))
     return re.sub("\x00(\\d+)\x00", lambda m: codes[int(m.group(1))], "".join(parts))
+
+
+def _code_spans(text: str, code) -> str:
+    """Replace each code span (a backtick run closed by the next run of the same length, with something between)
+    by ``code(body)``. Linear: a regex such as ``(`+)(.+?)\\1`` backtracks for minutes on a long run of backticks."""
+    runs = list(BACKTICKS.finditer(text))
+    next_same: list[int | None] = [None] * len(runs)
+    last: dict[int, int] = {}
+    for k in range(len(runs) - 1, -1, -1):
+        n = len(runs[k][0])
+        next_same[k] = last.get(n)
+        last[n] = k
+    parts: list[str] = []
+    pos, i = 0, 0
+    while i < len(runs):
+        j = next_same[i]
+        if j is None or runs[j].start() == runs[i].end():  # unmatched, or nothing between the runs
+            i += 1
+            continue
+        parts += [text[pos:runs[i].start()], code(text[runs[i].end():runs[j].start()])]
+        pos, i = runs[j].end(), j + 1
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 def _emphasis(escaped: str) -> str:
@@ -84,7 +106,8 @@ def _blocks(lines: list[str]) -> list[str]:
         heading = HEADING.match(line)
         if heading:
             level = len(heading.group(1))
-            out.append(f"<h{level}>{inline(heading.group(2))}</h{level}>\n")
+            title = heading.group(2).rstrip().rstrip("#").rstrip()
+            out.append(f"<h{level}>{inline(title)}</h{level}>\n")
             i += 1
             continue
         item = ITEM.match(line)

@@ -5,6 +5,10 @@ user's source frame, the remedy, the exact rerun command with its env flags, the
 findings (shorter), then a run summary (command, exit status, torch version, compile device, compile sessions with
 their durations, log damage) and a one-line count. With ``color=True`` the same lines are styled with rich (ANSI);
 without, the output is plain text.
+
+Log text never controls the terminal: every C0 control character but newline and tab, DEL, every C1 control
+(U+0080-U+009F, e.g. U+009B, the one-byte CSI) and the bidirectional-override characters are shown as visible
+escapes (``\x1b``, ``\x9b``, ``\u202e``) in every line of the report, coloured or not.
 """
 
 from __future__ import annotations
@@ -30,8 +34,17 @@ SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold b
 MAX_EVIDENCE = {True: 5, False: 2}  # primary / secondary
 MAX_EVIDENCE_CHARS = 400
 
+# control characters -> their visible escape (str.translate: one linear pass)
+CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)}
+CONTROL_ESCAPES.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))})
+
 Segment = tuple[str, str | None]  # (text, rich style or None)
 Line = list[Segment]
+
+
+def visible(text: str) -> str:
+    """``text`` with terminal control characters replaced by visible escapes (see the module docstring)."""
+    return text.translate(CONTROL_ESCAPES)
 
 
 def _indent_block(label: str, text: str, style: str | None = None) -> list[Line]:
@@ -153,7 +166,7 @@ def lines(analysis: Analysis) -> list[Line]:
 
 def render_text(analysis: Analysis, *, color: bool = False) -> str:
     """The text report; ``color`` styles it with ANSI codes (rich) for a terminal."""
-    rows = lines(analysis)
+    rows = [[(visible(t), style) for t, style in row] for row in lines(analysis)]
     if not color:
         return "".join("".join(t for t, _ in row) + "\n" for row in rows)
     from rich.console import Console
