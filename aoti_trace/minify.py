@@ -23,9 +23,11 @@ The launcher and the checkpoints pin ``TORCH_TRACE`` and ``TORCH_COMPILE_DEBUG_D
 (torch copies every ``TORCH*`` variable into them); the copies aoti-trace runs drop those two assignments, so that
 each run is captured in its own folder. Nothing else in them is changed.
 
-When the minifier cannot help, :func:`cannot_minify` says why and nothing is run: an environment problem, a missing
-custom op, a bad package, a failed export, a wrong call (inputs the model was not compiled for: the minifier
-replays the exported program with its own example inputs) or a segfault while loading a package (the toolchain).
+When the minifier cannot help, :func:`cannot_minify` says why and nothing more is run: an environment problem, a
+missing custom op, a bad package, a failed export, a wrong call (inputs the model was not compiled for: the
+minifier replays the exported program with its own example inputs), a segfault while loading a package (the
+toolchain), or a CUDA device-side assert / illegal memory access (the CUDA context is unusable afterwards, so the
+one-process minifier cannot go on; on an H200 its own dump failed with the same CUDA error).
 """
 
 from __future__ import annotations
@@ -184,6 +186,12 @@ def cannot_minify(finding: Finding | None) -> str | None:
         return ("segfault while loading the package: that is usually the toolchain that built it (the C++ "
                 "compiler or libstdc++), not the graph, and the minifier replays every candidate in one process, "
                 "which the crash would end")
+    if finding.family == "illegal_memory_access" or (finding.family == "triton_index_oob"
+                                                     and ("CUDA" in finding.title or "GPU" in finding.title)):
+        return ("a device-side assert or illegal memory access leaves the CUDA context unusable for the rest of "
+                "the process; the minifier compiles and runs every candidate in that one process, and its own dump "
+                "of the failing program fails too. Use the ladder's kernel stages (4a/4b) to find the kernel "
+                "instead")
     return None
 
 
@@ -358,6 +366,9 @@ def verdict(target: Finding | None, verified: Finding | None, ended: str = "") -
     if target is None:
         return "unverified", "aoti-trace had no diagnosis of the original failure to compare with"
     if (verified.rule_id, verified.family) == (target.rule_id, target.family):
+        if target.role != "cause":
+            return "reproduced", (f"{target.rule_id} is a generic {target.role} rule: compare the two messages to "
+                                  "be sure it is the same failure")
         return "reproduced", ""
     return "different_failure", (f"the repro fails with {verified.rule_id} [{verified.family}], not with "
                                  f"{target.rule_id} [{target.family}]")

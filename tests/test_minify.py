@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from aoti_trace.analysis import analyze
 from aoti_trace.cli import _register, cli
-from aoti_trace.ladder import run_ladder
+from aoti_trace.ladder import LadderResult, run_ladder
 from aoti_trace.minify import (
     MinifyResult,
     assess,
@@ -149,16 +149,6 @@ def test_verdict_needs_the_same_rule_and_family(cpu):
     assert verdict(None, verified)[0] == "unverified"
 
 
-def test_an_environment_failure_is_not_minified(tmp_path):
-    result, analysis = minify(MISSING_LIB, tmp_path / "m", rules_path=None)
-    assert result.status == "cannot_minify" and "environment" in result.reason
-    assert analysis.primary.family == "environment" and analysis.repro is result
-    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["dump", "minify.json"]  # nothing else ran
-    assert json.loads((tmp_path / "m" / "minify.json").read_text())["status"] == "cannot_minify"
-    env = json.loads((tmp_path / "m" / "dump" / "manifest.json").read_text())["env"]
-    assert env["DUMP_AOTI_MINIFIER"] == "1" and env["TORCH_COMPILE_DEBUG_DIR"] == str(tmp_path / "m" / "torch-debug")
-
-
 def test_a_crash_leaves_no_launcher_and_says_so(tmp_path):
     result, _ = minify(SEGFAULT, tmp_path / "m")
     assert result.status == "no_launcher" and "killed by SIGSEGV" in result.reason
@@ -175,12 +165,18 @@ def test_a_command_that_works_has_nothing_to_minify(tmp_path):
     assert result.status == "nothing_to_minify" and not result.reproduced
 
 
-def test_cli_minify_exit_status_and_json(tmp_path):
+def test_cli_minify_declines_an_environment_failure_after_one_run(tmp_path):
     _register()
-    res = CliRunner().invoke(cli, ["minify", "--out", str(tmp_path / "m"), "-f", "json", "--", *MISSING_LIB])
+    out = tmp_path / "m"
+    res = CliRunner().invoke(cli, ["minify", "--out", str(out), "-f", "json", "--", *MISSING_LIB])
     assert res.exit_code == 1, res.output
     doc = json.loads(res.stdout)
-    assert doc["repro"]["status"] == "cannot_minify" and doc["summary"]["primary_family"] == "environment"
+    assert doc["summary"]["primary_family"] == "environment"
+    assert doc["repro"]["status"] == "cannot_minify" and "environment" in doc["repro"]["reason"]
+    assert sorted(p.name for p in out.iterdir()) == ["dump", "minify.json"]  # nothing else ran
+    assert json.loads((out / "minify.json").read_text()) == doc["repro"]
+    env = json.loads((out / "dump" / "manifest.json").read_text())["env"]
+    assert env["DUMP_AOTI_MINIFIER"] == "1" and env["TORCH_COMPILE_DEBUG_DIR"] == str(out / "torch-debug")
     bad = CliRunner().invoke(cli, ["minify", "--budget", "0", "--out", str(tmp_path / "n"), "--", *MISSING_LIB])
     assert bad.exit_code == 2 and "--budget must be positive" in bad.output
 
@@ -208,9 +204,7 @@ def test_ladder_minify_stage_runs_after_the_last_stage(tmp_path):
 
 
 def test_ladder_without_minify_has_no_stage_5(tmp_path):
-    result = run_ladder(MISSING_LIB, tmp_path / "l", echo=False)
-    assert result.minify is None and "5-minify" not in result.table()
-    assert json.loads((tmp_path / "l" / "ladder.json").read_text())["minify"] is None
+    assert LadderResult(out_dir=tmp_path, command=["x"], stages=[]).to_json()["minify"] is None
 
 
 # --------------------------------------------------------------------------- end to end (torch)
@@ -227,3 +221,30 @@ def test_minify_end_to_end_on_an_injected_compile_error(tmp_path):
     assert result.nodes_after < result.nodes_before
     assert result.target.rule_id == result.verified.rule_id and analysis.primary.family == "cpp_compile_error"
     assert (tmp_path / "m" / "minimal_repro.py").is_file() and result.rerun.endswith("minimal_repro.py")
+
+
+# --------------------------------------------------------------------------- the real GPU runs (H200)
+
+
+def test_gpu_triton_compile_error_is_minified_and_reproduced():
+    result, _ = assess(REPO / "fixtures" / "minify" / "cuda_compile_error", budget_s=180)
+    assert result.status == "reproduced" and (result.nodes_before, result.nodes_after, result.queries) == (5, 3, 12)
+    assert result.target.rule_id == result.verified.rule_id and result.target.role == "carrier"
+    assert "generic carrier rule" in result.reason  # a carrier match is said to be weaker
+    for step in ("dump", "verify"):
+        assert "SyntaxError: invalid syntax" in (result.captures[step] / "stderr.txt").read_text()
+    env = json.loads((result.captures["dump"] / "manifest.json").read_text())
+    assert env["env"]["CXX"] == "/usr/bin/g++" and env["environment"]["torch"].endswith("+cu130")
+
+
+def test_gpu_device_assert_is_declined_with_the_real_reason():
+    out = REPO / "fixtures" / "minify" / "cuda_runtime_error"
+    result, _ = assess(out)
+    assert result.status == "cannot_minify" and "CUDA context" in result.reason
+    stderr = (out / "dump" / "stderr.txt").read_text()
+    # what the reason claims, in the real run: the assert fired, and the minifier's own dump then failed
+    assert "Assertion `injected assert fail` failed" in stderr
+    assert "During handling of the above exception, another exception occurred" in stderr
+    assert launcher_path(out / "dump" / "stderr.txt") is None
+    assert "CUDA context" in cannot_minify(analyze([CASES / "cuda_illegal_memory_access"]).primary)
+    assert cannot_minify(analyze([REPO / "fixtures" / "holdout" / "round2_embedding_index_eq_size"]).primary) is None
