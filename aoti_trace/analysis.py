@@ -38,7 +38,7 @@ class Analysis:
 
 def build_frames(runs: list[RunInputs]) -> Frames:
     """Parse every input of every run into one set of frames keyed by ``run_id``."""
-    from aoti_trace.ingest import package, process, text, trace
+    from aoti_trace.ingest import failure, package, process, text, trace
 
     frames = Frames()
     for run in runs:
@@ -58,6 +58,7 @@ def build_frames(runs: list[RunInputs]) -> Frames:
         frames.merge(process.read_process(run))
         for pkg in run.packages:
             frames.merge(package.package_frames(pkg, run.run_id))
+    frames.add("failures", failure.failures_frame(frames))
     return frames
 
 

@@ -6,39 +6,12 @@ Exactly one finding of an analysis is ``primary`` whenever any finding has sever
 
 from __future__ import annotations
 
-from typing import Literal, get_args
-
 from pydantic import BaseModel, ConfigDict, Field
 
+# The vocabulary lives in one module; these names are re-exported for the JSON contract's users.
+from aoti_trace.vocabulary import FAMILIES, SEVERITIES, Family, Precision, Role, Severity  # noqa: F401
+
 SCHEMA = "aoti-trace.finding/v1"
-
-Severity = Literal["error", "warning", "info"]
-SEVERITIES: tuple[str, ...] = ("error", "warning", "info")  # most severe first
-
-# The closed family vocabulary. It is part of the JSON contract: add, never rename.
-Family = Literal[
-    "triton_index_oob",
-    "device_mismatch",
-    "constant_loading",
-    "deprecated_api",
-    "shape_mismatch",
-    "dtype_mismatch",
-    "dynamic_shape_violation",
-    "nan_assert",
-    "illegal_memory_access",
-    "cpp_compile_error",
-    "missing_custom_op",
-    "package_error",
-    "cuda_version_mismatch",
-    "out_of_memory",
-    "segfault",
-    "lowering_error",
-    "export_error",
-    "autotune_error",
-    "environment",
-    "log_damage",
-]
-FAMILIES: tuple[str, ...] = get_args(Family)
 
 
 class Evidence(BaseModel):
@@ -63,9 +36,8 @@ class Finding(BaseModel):
     rule_name: str
     family: Family
     severity: Severity
-    role: Literal["cause", "symptom", "carrier", "noise"] = Field(
-        default="cause", description="cause: the root cause; symptom/carrier/noise never outrank a cause")
-    precision: str = Field(default="high", description="how often the rule is right when it fires")
+    role: Role = Field(default="cause", description="cause: the root cause; symptom/carrier/noise never outrank a cause")
+    precision: Precision = Field(default="high", description="how often the rule is right when it fires")
     rule_version: int = 1
     title: str
     message: str

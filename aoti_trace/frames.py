@@ -129,7 +129,10 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "kind": (Str, "torch_log | traceback | exception | cpp_error | aoti_torch_exception | device_assert | compiler_diagnostic | faulthandler | cpp_frame | output_code | printer | terminate | warning | noise | plain"),
             "level": (Str, "glog level of a line with a glog header (V I W E F C; any kind), else null"),
             "src": (Str, "source file:line from the glog header (torch/x.py:12, shim_common.cpp:311), else null"),
-            "text": (Str, "the line, without prefix, colour codes or line terminator"),
+            "prefix": (Str, "decoration removed from the line: timestamps, CI annotations, [rankN]:, launcher and logging "
+                            "prefixes, the glog header; null when none (prefix + text is the line as written)"),
+            "text": (Str, "the message: the line without its prefix, colour codes or line terminator (IPython "
+                          "traceback lines rewritten to the standard form)"),
         },
     ),
     "exceptions": (
@@ -141,14 +144,19 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "chain": (I32, "position in its chain, 0 = the first printed (root cause when chained)"),
             "chained_by": (Str, "cause | context | null: how the next exception in the chain relates"),
             "is_final": (Bool, "the last exception of its chain (what the process died with)"),
+            "complete": (Bool, "false for a traceback cut before its 'Type: message' line (then exc_type is null)"),
+            "level": (Str, "glog level when the traceback was written through a logger (W, E, ...), else null"),
             "exc_type": (Str, "qualified exception type, e.g. torch._inductor.exc.InductorError"),
             "message": (Str, "exception message (may span lines)"),
             "user_file": (Str, "innermost frame outside torch / stdlib / generated code ('<string>', Inductor cache)"),
             "user_line": (I32, "its line"),
             "user_function": (Str, "its function"),
+            "user_code": (Str, "source text of that line, when the traceback shows it"),
             "torch_function": (Str, "innermost torch frame's function"),
             "torch_file": (Str, "innermost torch frame's file (relative to site-packages when possible)"),
             "frames": (I32, "number of traceback frames"),
+            "phase": (Str, "phase the exception was raised in (aoti_trace.vocabulary.PHASES), from its frames"),
+            "phase_source": (Str, "what decided the phase: 'frame: torch/x.py in f' or 'call: <user code>'"),
         },
     ),
     "device_asserts": (
@@ -183,7 +191,7 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "torch_file": (Str, "its file"),
             "user_file": (Str, "innermost user frame of the crashing thread"),
             "user_line": (I32, "its line"),
-            "phase": (Str, "compile | load | run | export | unknown, inferred from the stack"),
+            "phase": (Str, "phase of the crashing thread's stack (aoti_trace.vocabulary.PHASES)"),
             "stack": (Str, "the crashing thread's stack, innermost first, one frame per line"),
         },
     ),
@@ -218,6 +226,7 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "exit_code": (I32, "exit status (negative: killed by signal, as subprocess reports it)"),
             "signal": (Str, "signal name when killed by one (SIGSEGV, ...), from -N, 128+N or a name"),
             "timed_out": (Bool, "ended by aoti-trace run --timeout"),
+            "interrupted": (Bool, "aoti-trace forwarded Ctrl-C / SIGTERM to the command"),
             "duration_s": (F64, "wall time"),
             "env": (Str, "debug variables set for the run, 'K=V' space-separated"),
             "torch": (Str, "torch version of the captured process (manifest environment)"),
@@ -226,6 +235,26 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "cxx": (Str, "C++ compiler in use: CXX or torch's configured one (manifest environment)"),
             "cxx_version": (Str, "first line of the compiler's --version (manifest environment)"),
             "libstdcxx": (Str, "newest GLIBCXX version of the loaded libstdc++ (manifest environment)"),
+        },
+    ),
+    "failures": (
+        "Whether each run failed, decided from every source independently of the rule library; one row per run that "
+        "failed (derived from the frames above by aoti_trace.ingest.failure).",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "file of the main evidence (null when only the exit status shows it)"),
+            "lineno": (I64, "its line"),
+            "signals": (Str, "the evidence, comma-separated: exit_code, signal, timed_out, interrupted, exception, "
+                             "cut_traceback, cpp_error, terminate, compiler_error, fatal_signal, device_assert, "
+                             "failed_compile, incomplete_compile"),
+            "what": (Str, "what failed, one line: the last exception, else the first error line, else how it ended"),
+            "exc_type": (Str, "exception type of `what`, when it is an exception"),
+            "phase": (Str, "phase it failed in (aoti_trace.vocabulary.PHASES)"),
+            "phase_source": (Str, "what decided the phase"),
+            "family": (Str, "family of this failure when no rule explains it (aoti_trace.vocabulary.PHASE_FAMILY)"),
+            "user_file": (Str, "the user's code closest to the failure"),
+            "user_line": (I32, "its line"),
+            "user_code": (Str, "source text of that line, when known"),
         },
     ),
     "package": (

@@ -244,6 +244,10 @@ def not_definite_because(finding: Finding | None, stage_env: dict[str, str]) -> 
         return f"{finding.family} says how the process died, not why"
     if finding.rule_id.startswith("AOTI-Z") or re.search(r"generic|carrier", finding.rule_name, re.I):
         return "generic carrier"
+    from aoti_trace.engine.failure_rules import is_failure_rule  # a finding exists: the analysis modules import
+
+    if is_failure_rule(finding.rule_id):
+        return "no rule explains the failure yet"
     if finding.family == "illegal_memory_access" and stage_env.get("CUDA_LAUNCH_BLOCKING") != "1":
         return "reported asynchronously (no CUDA_LAUNCH_BLOCKING=1)"
     if finding.family == "illegal_memory_access" and "crash_kernel" not in finding.fields:

@@ -228,7 +228,8 @@ def test_runs_are_independent(tmp_path):
     rs = load_rules(tmp_path)
     fr = frames(lines=lines(CONST_ERR, run_id="a") + lines("ok", run_id="b"),
                 process=[{"run_id": "a", "exit_code": 0}, {"run_id": "b", "exit_code": 1}])
-    assert evaluate(rs, fr) == []  # the line is in run a, the exit code in run b
+    # the line is in run a, the exit code in run b: the rule does not fire; run b's exit 1 is still a failure
+    assert [(f.run_id, f.rule_id) for f in evaluate(rs, fr)] == [("b", "AOTI-U001")]
     fr = frames(lines=lines(CONST_ERR, run_id="a"), process=[{"run_id": "a", "exit_code": 1}])
     assert [f.run_id for f in evaluate(rs, fr)] == ["a"]
 

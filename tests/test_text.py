@@ -31,7 +31,7 @@ def test_patterns_compile_in_python_and_polars():
     for name, pattern in L.PATTERNS.items():
         re.compile(pattern)
         pl.Series(["x"]).str.contains(pattern)  # raises on a pattern the Rust engine rejects
-    for pattern in (L.ANSI, L.RANK_PREFIX, L.RANK_PREFIXES, L.GLOG):
+    for pattern in (L.ANSI, L.RANK_IN_PREFIX, L.DECORATION, L.GLOG, L.GLOG_SHORT, *(p for p, _ in L.IPYTHON)):
         re.compile(pattern)
         pl.Series(["x"]).str.contains(pattern)
 

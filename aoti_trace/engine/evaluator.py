@@ -13,6 +13,7 @@ import shlex
 from typing import Any, Iterable
 
 from aoti_trace.engine import compile as C
+from aoti_trace.engine.failure_rules import FAILURE_RULES, describe, is_failure_rule
 from aoti_trace.engine.loader import RuleSet
 from aoti_trace.engine.rank import Ranked, rank
 from aoti_trace.engine.reasoners import enrich
@@ -33,10 +34,16 @@ def evaluate(rules: RuleSet | Iterable[Rule], frames: Frames) -> list[Finding]:
     """Findings of ``rules`` over ``frames``, ranked; exactly one is primary when any has severity error."""
     ruleset = rules if isinstance(rules, RuleSet) else RuleSet(rules=list(rules))
     active = [r for r in ruleset.rules if r.status != "deprecated"]
+    known = {r.id for r in active}
+    active += [r for r in FAILURE_RULES if r.id not in known]  # always on, whatever the rule library
     frames = Frames(dict(frames.tables))
     frames.tables["lines"] = C.mark_noise(frames["lines"], [e.regex for e in ruleset.ignore])
+    if "failures" not in frames.tables:
+        from aoti_trace.ingest.failure import failures_frame
+
+        frames.tables["failures"] = failures_frame(frames)
     runs = C.run_ids(frames)
-    if not runs or not active:
+    if not runs:
         return []
     versions = torch_versions(frames)
     applies = {
@@ -58,10 +65,15 @@ def evaluate(rules: RuleSet | Iterable[Rule], frames: Frames) -> list[Finding]:
 
 def _drop_explained_carriers(items: list[Ranked]) -> list[Ranked]:
     """Carrier findings exist so that a failure is never silent; in a run where a cause or symptom of error
-    severity was found, they only repeat it (the generic wrapper around the real error) and are dropped."""
+    severity was found, they only repeat it (the generic wrapper around the real error) and are dropped. The
+    built-in failure finding is dropped as soon as any other error finding reports the run."""
     explained = {i.finding.run_id for i in items
                  if i.finding.severity == "error" and i.rule.role in ("cause", "symptom")}
-    return [i for i in items if not (i.rule.role == "carrier" and i.finding.run_id in explained)]
+    reported = {i.finding.run_id for i in items
+                if i.finding.severity == "error" and not is_failure_rule(i.rule.id)}
+    return [i for i in items
+            if not (i.rule.role == "carrier" and i.finding.run_id in explained)
+            and not (is_failure_rule(i.rule.id) and i.finding.run_id in reported)]
 
 
 def _plan(ruleset: RuleSet, active: list[Rule]) -> C.Plan:
@@ -168,7 +180,7 @@ def _finding(
         fields=fields,
         fingerprint=fingerprint(rule.id, fields),
     )
-    finding = enrich(finding, frames)
+    finding = describe(finding, frames) if is_failure_rule(rule.id) else enrich(finding, frames)
     finding = finding.model_copy(update={"rerun": rerun_command(finding.env_flags, frames, run_id, finding.family)})
     position = (row.get("lineno") if isinstance(row.get("lineno"), int) else None, row.get(C.ROW, 0))
     return Ranked(finding, rule, position)
@@ -226,6 +238,7 @@ TEXT_COLUMN = {
     "device_asserts": "assertion",
     "faults": "what",
     "damage": "detail",
+    "failures": "what",
 }
 
 
@@ -259,6 +272,8 @@ def evidence_of(frame: str, row: dict, leaf: Leaf | None) -> Evidence:
         text = " ".join(f"{k}={row.get(k)}" for k in ("event", "kernel", "arg", "min", "max", "mean") if row.get(k) is not None)
     elif frame == "damage":
         text = f"{row.get('kind')}: {row.get('detail')}"
+    elif frame == "failures":
+        text = str(row.get("what") or "")
     else:
         text = str(row)
     lineno = row.get("lineno")

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aoti_trace.engine.schema import PRECISIONS, ROLES, Rule
-from aoti_trace.findings import SEVERITIES, Finding
+from aoti_trace.engine.schema import Rule
+from aoti_trace.findings import Finding
+from aoti_trace.vocabulary import PRECISIONS, ROLES, SEVERITIES
 
 
 @dataclass

@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from aoti_trace.findings import FAMILIES, Family
+from aoti_trace.vocabulary import FAMILIES, PRECISIONS, ROLES, Family, Precision, Role, Severity
 from aoti_trace.frames import SCHEMAS
 
 SCHEMA_VERSION = 1
@@ -35,14 +35,10 @@ PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
 # '{{' not followed by a plain '{{name}}' placeholder: templates allow placeholders only
 BAD_TEMPLATE_RE = re.compile(r"\{\{(?!\s*[A-Za-z_]\w*\s*\}\})")
 
-Role = Literal["cause", "symptom", "carrier", "noise"]
-Precision = Literal["very-high", "high", "medium", "low"]
 Status = Literal["experimental", "test", "stable", "deprecated"]
 Occurrence = Literal["last", "first", "all"]
 FrameName = Literal[tuple(SCHEMAS)]  # type: ignore[valid-type]
 
-ROLES: tuple[str, ...] = ("cause", "symptom", "carrier", "noise")  # strongest first
-PRECISIONS: tuple[str, ...] = ("very-high", "high", "medium", "low")  # strongest first
 # line kinds a `lines` leaf skips unless it lists them in `include`
 SKIPPED_LINE_KINDS: tuple[str, ...] = ("noise", "output_code")
 
@@ -230,8 +226,8 @@ class Rule(Strict):
     name: str = Field(pattern=NAME_RE, description="kebab-case, unique; the guide and YAML file are named after it")
     title: str = Field(max_length=120, description="one line")
     description: str = Field(max_length=1024)
-    family: Family = Field(description="closed vocabulary: aoti_trace.findings.FAMILIES")
-    severity: Literal["error", "warning", "info"]
+    family: Family = Field(description="closed vocabulary: aoti_trace.vocabulary.FAMILIES")
+    severity: Severity
     role: Role = Field(description="cause | symptom | carrier | noise; symptoms, carriers and noise never outrank a cause")
     precision: Precision
     priority: int = Field(default=0, description="tie-breaker after precision: higher wins")

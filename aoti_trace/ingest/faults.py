@@ -13,7 +13,7 @@ import re
 import polars as pl
 
 from aoti_trace.frames import conform, empty
-from aoti_trace.ingest.tracebacks import is_torch, is_user, torch_relative
+from aoti_trace.vocabulary import is_torch, is_user, route_phase, torch_relative
 
 FATAL = re.compile(r"^Fatal Python error: (?P<what>.*?)\s*$")
 THREAD = re.compile(r"^(?P<current>Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):|^Stack \(most recent call first\):")
@@ -36,30 +36,6 @@ SIGNALS = {
     "floating-point exception": "SIGFPE",
     "floating point exception": "SIGFPE",
 }
-
-# (phase, function regex, file regex or None); tried on each frame from the innermost outwards, first match wins
-PHASE_RULES: list[tuple[str, re.Pattern, re.Pattern | None]] = [
-    (p, re.compile(f), re.compile(g) if g else None)
-    for p, f, g in [
-        ("run", r"^(?:__call__|boxed_run|run|optimized)$", r"(?:_inductor/package/package|pt2_archive/_package|_export/__init__)\.py$"),
-        ("load", r"^(?:aoti_load_package|load_package|load_pt2|_load_aoti|aot_load|<dictcomp>|__init__)$",
-         r"(?:_inductor/__init__|_inductor/package/package|pt2_archive/_package|_export/__init__)\.py$"),
-        ("compile", r"^(?:aoti_compile_and_package|aot_compile|compile_fx_aot|compile_fx|compile_fx_inner|fx_codegen_and_compile|compile)$", None),
-        ("compile", r".", r"torch/_inductor/"),
-        ("export", r"^(?:export|_export|export_for_training|_export_for_training|draft_export)$", None),
-        ("export", r".", r"torch/(?:export|_export|_dynamo)/"),
-    ]
-]
-
-
-def infer_phase(stack: list[tuple[str, str]]) -> str:
-    """Phase from (file, function) frames listed innermost first."""
-    for file, func in stack:
-        for phase, fre, file_re in PHASE_RULES:
-            if fre.search(func) and (file_re is None or file_re.search(file)):
-                return phase
-    return "unknown"
-
 
 def _signal(what: str) -> str | None:
     low = what.lower()
@@ -121,7 +97,7 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
         if row["kind"] == "fatal_signal":
             row.pop("what", None)
             row["stack"] = "\n".join(f"{f}:{ln} in {fn}" for f, ln, fn in stack) or None
-            row["phase"] = infer_phase([(f, fn) for f, _, fn in stack])
+            row["phase"] = route_phase([(f, fn) for f, _, fn in stack])[0] if stack else "unknown"
             for f, ln, fn in stack:
                 if "torch_function" not in row and is_torch(f):
                     row.update(torch_function=fn, torch_file=torch_relative(f))

@@ -17,11 +17,43 @@ import polars as pl
 
 # ---------------------------------------------------------------------------------------------- line cleanup
 ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
-RANK_PREFIX = r"^\[(?:rank|default)(\d+)\]:"
-RANK_PREFIXES = r"^(?:\[(?:rank|default)\d+\]:)+"  # torchrun may nest them: '[rank0]:[rank0]:   File ...'
+RANK_IN_PREFIX = r"\[(?:rank|default)(\d+)\]:"
+# Decorations that CI systems, launchers and logging frameworks put before a line; any chain of them is removed
+# (``lines.prefix`` keeps it). One token each, with its own separator where it has one:
+DECORATIONS: dict[str, str] = {
+    # ISO timestamps (GitHub Actions, containerd 'stderr F', Python logging asctime), bracketed or not
+    "timestamp": (r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?"
+                  r"(?: (?:stdout|stderr) [FP])?(?: [-|])? ?"),
+    "clock": r"\[\d\d:\d\d:\d\d(?:[.,]\d+)?\] ?",
+    "ci": r"##\[(?:error|warning|notice|debug|info|group|endgroup|section|command)\]",
+    "rank": r"\[(?:rank|default)\d+\]:",
+    "ray": r"\((?:[\w.]+ )?pid=\d+(?:, ip=[\d.]+)?\) ",
+    "mpirun": r"\[\d+,\d+\]<(?:stdout|stderr)>: ?",
+    # Python logging: 'ERROR:root:', '[ERROR] ', 'root - ERROR - ', loguru 'ERROR    | mod:fn:12 - '
+    "logging": (r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL):[\w.<>-]*:"
+                r"|\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\] ?"
+                r"|[\w.]+ - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
+                r"|(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) +\| [\w.<>]+:[\w<>]+:\d+ - "),
+    # pytest's failure report: 'E       RuntimeError: ...'
+    "pytest": r"E(?: {7}| {3})",
+}
+DECORATION = "^(?:" + "|".join(f"(?:{p})" for p in DECORATIONS.values()) + ")+"
 # glog header of torch's Python logging (``W1130 05:06:08.690000 13845 torch/x.py:874] ``) and of c10's C++
 # logging (``[W1130 05:06:08.690000000 ProcessGroupNCCL.cpp:123] ``, ``[E520 19:20:12.156885067 shim_common.cpp:311] ``)
 GLOG = r"^\[?(?P<level>[VIWEFC])\d{3,4} \d\d:\d\d:\d\d\.\d+(?: +\d+)? (?P<src>[^\s\]]+:\d+)\] ?"
+# older c10 logging without a timestamp: ``[E ProcessGroupNCCL.cpp:563] ``
+GLOG_SHORT = r"^\[(?P<level>[VIWEFC]) (?P<src>[^\s\]]+:\d+)\] ?"
+# IPython / Jupyter tracebacks, rewritten into the standard form so that one traceback parser reads both
+# ('RuntimeError    Traceback (most recent call last)', 'File ~/x.py:12, in f(a)', 'Cell In[3], line 5',
+# '----> 12 out = model(x)' and IPython 7's 'x.py in f(a)')
+IPYTHON: list[tuple[str, str]] = [
+    (r"^[A-Za-z_][\w.]*\s{2,}Traceback \(most recent call last\)\s*$", "Traceback (most recent call last):"),
+    (r'^File (?P<f>[^"\s][^\n]*?):(?P<l>\d+), in (?P<fn>[^\s(]+)(?:\(.*)?$', '  File "${f}", line ${l}, in ${fn}'),
+    (r"^Cell In ?\[(?P<n>\d*)\], line (?P<l>\d+)\s*$", '  File "<cell In[${n}]>", line ${l}, in <module>'),
+    (r"^(?P<f><ipython-input-[^>]+>) in (?P<fn>[^\s(]+)(?:\(.*)?$", '  File "${f}", line 0, in ${fn}'),
+    (r"^(?P<f>\S+\.py) in (?P<fn>[^\s(]+)\(.*\)\s*$", '  File "${f}", line 0, in ${fn}'),
+    (r"^(?P<a>-*> ?\d+ .*)$", "    ${a}"),
+]
 
 # ---------------------------------------------------------------------------------------------- line patterns
 # Matched against the message: the line after the rank prefix and the glog header.
@@ -30,6 +62,7 @@ PATTERNS: dict[str, str] = {
     "tb_cause": r"^The above exception was the direct cause of the following exception:\s*$",
     "tb_context": r"^During handling of the above exception, another exception occurred:\s*$",
     "tb_file": r'^  File "[^"]*", line \d+, in ',
+    "tb_frame": r'^  File "(?P<file>[^"]*)", line (?P<line>\d+),? in (?P<func>\S+)',
     # ``Type: message`` / ``Type`` / ``Type:`` as Python prints the last line of a traceback
     "exc_line": r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?::(?: .*)?)?$",
     "fh_fatal": r"^Fatal Python error: ",
@@ -55,7 +88,12 @@ PATTERNS: dict[str, str] = {
     ),
     "compiler_diagnostic": (
         r"^(?:cc1plus|g\+\+|c\+\+|clang\+\+|collect2|/?\S+?\.(?:cpp|cc|cxx|c|h|hpp|cu|cuh)(?::\d+(?::\d+)?)?"
-        r"|ld(?:\.\w+)?): (?:fatal )?error: "
+        r"|\S*\bld(?:\.\w+)?): (?:fatal )?error: "
+        # nvcc / ptxas / nvlink ('ptxas fatal   : ...', 'nvcc fatal   : ...', 'ptxas error   : ...')
+        r"|^(?:ptxas|nvcc|nvlink|fatbinary|cicc|nvrtc)(?: (?:fatal|error))? *: "
+        # MSVC and its linker ('x.cpp(12): error C2065: ...', 'x.obj : error LNK2019: ...', 'LINK : fatal error LNK1104')
+        r"|^\S.*?\(\d+(?:,\d+)?\) ?: (?:fatal )?error C\d+: |^\S.*? : (?:fatal )?error LNK\d+: "
+        r"|\bundefined reference to `"
     ),
     "warning": r"^\S.*?:\d+: [A-Z]\w*Warning: |^\[WARNING\] |^Warning: |^UserWarning: ",
     # benign lines (aoti-signatures.md §1.6): context, never the diagnosis
@@ -126,17 +164,23 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
     df = pl.DataFrame({"_raw": pl.Series(lines, dtype=pl.String)})
     if df.height == 0:
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias("_raw")).clear()
-    # 1. clean: CR at line end (CRLF), colour codes, the rank prefix, carriage-return overwrites
+    # 1. clean: CR at line end (CRLF), colour codes, decorations (timestamps, CI, rank, logging prefixes),
+    # carriage-return overwrites
     df = df.with_row_index("_i").with_columns(
         pl.col("_raw").str.replace(r"\r$", "").str.replace_all(ANSI, "").alias("_t"),
     )
-    df = df.with_columns(pl.col("_t").str.extract(RANK_PREFIX, 1).cast(pl.Int32, strict=False).alias("rank"))
-    stripped = pl.col("_t").str.replace(RANK_PREFIXES, "")
-    # torchrun's prefix has no separator ('[default0]:  File'); others add one space ('[rank0]: Traceback').
-    # Python indents in steps of 2, so an odd number of leading spaces means a separator was added.
-    odd = (stripped.str.len_chars() - stripped.str.strip_chars_start(" ").str.len_chars()) % 2 == 1
+    df = df.with_columns(pl.col("_t").str.extract(DECORATION, 0).alias("_deco"))
     df = df.with_columns(
-        pl.when(pl.col("rank").is_not_null() & odd).then(stripped.str.slice(1)).otherwise(stripped)
+        pl.col("_deco").str.extract(RANK_IN_PREFIX, 1).cast(pl.Int32, strict=False).alias("rank"),
+        pl.col("_t").str.slice(pl.col("_deco").str.len_chars().fill_null(0)).alias("_rest"),
+    )
+    # A decoration's own separator is part of its token where it has one; torchrun's rank prefix has none
+    # ('[default0]:  File') or one space ('[rank0]: Traceback'). Python indents in steps of 2, so an odd number of
+    # leading spaces after a rank prefix means a separator was added.
+    rest = pl.col("_rest")
+    odd = (rest.str.len_chars() - rest.str.strip_chars_start(" ").str.len_chars()) % 2 == 1
+    df = df.with_columns(
+        pl.when(pl.col("_deco").str.ends_with("]:") & odd).then(rest.str.slice(1)).otherwise(rest)
         .str.replace(r"^.*\r", "")
         .alias("text")
     )
@@ -146,13 +190,23 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
     common = df.select(lead.filter(pl.col("text").str.strip_chars() != "").min()).item()
     if common:
         df = df.with_columns(pl.col("text").str.slice(common))
-    # 2. glog header -> level, src, message
+    # 2. glog header -> level, src; the rest is the message. IPython tracebacks are rewritten to the standard form.
     glog = pl.col("text").str.extract_groups(GLOG)
+    short = pl.col("text").str.extract_groups(GLOG_SHORT)
+    header = pl.coalesce(pl.col("text").str.extract(GLOG, 0), pl.col("text").str.extract(GLOG_SHORT, 0))
+    msg = pl.col("text").str.slice(header.str.len_chars().fill_null(0))
+    for pattern, repl in IPYTHON:
+        msg = msg.str.replace(pattern, repl)
     df = df.with_columns(
-        glog.struct.field("level").alias("level"),
-        glog.struct.field("src").alias("src"),
-        pl.col("text").str.replace(GLOG, "").alias("_msg"),
+        pl.coalesce(glog.struct.field("level"), short.struct.field("level")).alias("level"),
+        pl.coalesce(glog.struct.field("src"), short.struct.field("src")).alias("src"),
+        pl.concat_str([pl.col("_deco").fill_null(""), header.fill_null("")]).alias("prefix"),
+        msg.alias("_msg"),
         pl.col("rank").fill_null(-1).alias("_rk"),
+    )
+    df = df.with_columns(
+        pl.when(pl.col("prefix") == "").then(None).otherwise(pl.col("prefix")).alias("prefix"),
+        pl.col("_msg").alias("text"),
     )
     df = df.with_columns(
         pl.col("level").is_not_null().alias("_glog"),
@@ -161,7 +215,7 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
             "xpu_assert", "terminate", "what", "cpp_error", "aoti_torch_exception", "cpp_frame",
             "compiler_diagnostic", "warning", "noise", "code_tag", "printer_header", "printer_launch",
             "printer_content", "exc_line")],
-        (pl.col("_msg").str.contains(r"^\s") ).alias("_ws"),
+        (pl.col("_msg").str.contains(r"^\s") | (pl.col("_msg").str.len_bytes() == 0)).alias("_ws"),
         (pl.col("_msg").str.len_bytes() == 0).alias("_blank"),
     )
     rk = "_rk"
@@ -199,7 +253,7 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
     df = df.with_columns(exc_line.alias("_exc"))
     # 6. exception message continuation: every line after the exception line up to the next structural line
     breaker = (
-        pl.col("_tb_head") | pl.col("_tb_cause") | pl.col("_tb_context") | pl.col("_glog") | pl.col("_faulthandler")
+        pl.col("prefix").str.starts_with("##[").fill_null(False) | pl.col("_tb_head") | pl.col("_tb_cause") | pl.col("_tb_context") | pl.col("_glog") | pl.col("_faulthandler")
         | pl.col("_device_assert") | pl.col("_terminate") | pl.col("_cpp_error") | pl.col("_warning")
         | pl.col("_code") | pl.col("_printer_header") | pl.col("_printer_launch")
     )
@@ -231,8 +285,12 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
         .when(c("_glog")).then(pl.lit("torch_log"))
         .otherwise(pl.lit("plain"))
     )
+    frame = pl.when(pl.col("_tb_file")).then(pl.col("_msg")).str.extract_groups(PATTERNS["tb_frame"])
     return df.with_columns(
         kind.alias("kind"),
+        frame.struct.field("file").alias("_fr_file"),
+        frame.struct.field("line").cast(pl.Int32, strict=False).alias("_fr_line"),
+        frame.struct.field("func").alias("_fr_func"),
         pl.lit(run_id, dtype=pl.String).alias("run_id"),
         pl.lit(stream, dtype=pl.String).alias("stream"),
         pl.lit(path, dtype=pl.String).alias("path"),
@@ -242,4 +300,4 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
 
 def public(df: pl.DataFrame) -> pl.DataFrame:
     """The ``lines`` frame: ``classify()`` output without helper columns."""
-    return df.select("run_id", "stream", "path", "lineno", "rank", "kind", "level", "src", "text")
+    return df.select("run_id", "stream", "path", "lineno", "rank", "kind", "level", "src", "prefix", "text")

@@ -146,12 +146,14 @@ def _read_manifest(path: Path, run_id: str) -> tuple[dict, list[dict]]:
     if isinstance(man.get("signal"), str) and man["signal"]:
         sig = man["signal"] if man["signal"].startswith("SIG") else sig
     timed_out = man.get("timed_out")
+    interrupted = man.get("interrupted")
     duration = man.get("duration_s")
     row.update(
         command=_command_text(man.get("command")),
         exit_code=code,
         signal=sig,
         timed_out=timed_out if isinstance(timed_out, bool) else None,
+        interrupted=interrupted if isinstance(interrupted, bool) else None,
         duration_s=float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None,
         env=_env_text(man.get("env")),
     )

@@ -2,6 +2,11 @@
 
 Walks only the traceback / exception rows of :func:`aoti_trace.ingest.lines.classify`, per rank, so chains
 (``The above exception was the direct cause ...`` / ``During handling ...``) of interleaved ranks stay apart.
+Frame lines were already split into file, line and function by ``classify`` (Polars, linear-time regex).
+
+Each exception also gets the phase it was raised in (:func:`aoti_trace.vocabulary.route_phase` over its frames,
+innermost first) and the user's call site. A traceback that stops before its ``Type: message`` line (a log cut in
+the middle, a crash while printing) still gives a row, with ``complete`` false and no type.
 """
 
 from __future__ import annotations
@@ -11,77 +16,82 @@ import re
 import polars as pl
 
 from aoti_trace.frames import conform, empty
+from aoti_trace.vocabulary import is_torch, is_user, route_call, route_phase, torch_relative
 
-FILE_LINE = re.compile(r'^  File "(?P<file>[^"]*)", line (?P<line>\d+),? in (?P<func>.+?)\s*$')
+# bounded: applied to one already-split exception line, at most MAX_LINE characters of it
 EXC = re.compile(r"^(?P<type>[^:\s]+)(?::(?: (?P<msg>.*))?)?$")
-TORCH_FILE = re.compile(r"(?:^|/)(?:torch|functorch|torchgen)/")
-STDLIB_FILE = re.compile(r"/lib/python\d+(?:\.\d+)?/(?!site-packages/|dist-packages/)|^<frozen |^<frozen>")
-# code generated at run time: Triton launchers ('<string>'), Inductor's cache, FX graph modules
-GENERATED_FILE = re.compile(r"^<string>$|^<eval_with_key>|/torchinductor_[^/]*/|^<fx-")
+MARKER = re.compile(r"^\s*[\^~]+\s*$")  # Python 3.11's error-location markers under a code line
+MAX_LINE = 4096
+
+Frame = tuple[str, int, str, "str | None"]  # file, line, function, source text of the line
 
 
-def is_torch(path: str) -> bool:
-    """File belongs to torch (installed, or a source checkout)."""
-    return bool(TORCH_FILE.search(path))
-
-
-def is_user(path: str) -> bool:
-    """File is outside torch, the standard library and generated code (the user's code or a third-party library)."""
-    return not is_torch(path) and not STDLIB_FILE.search(path) and not GENERATED_FILE.search(path)
-
-
-def torch_relative(path: str) -> str:
-    """``.../site-packages/torch/x.py`` -> ``torch/x.py``; a checkout path -> from its last ``torch/``."""
-    m = re.search(r"(?:site|dist)-packages/(.*)$", path)
-    if m:
-        return m.group(1)
-    i = path.rfind("/torch/")
-    return path[i + 1:] if i >= 0 else path
-
-
-def parse_frame(text: str) -> tuple[str, int, str] | None:
-    m = FILE_LINE.match(text)
-    return (m["file"], int(m["line"]), m["func"]) if m else None
-
-
-def innermost(frames: list[tuple[str, int, str]]) -> dict:
-    """User and torch fields from frames listed outermost first."""
+def innermost(frames: list[Frame]) -> dict:
+    """User and torch fields, and the phase, from frames listed outermost first."""
     out: dict = {}
-    for file, line, func in reversed(frames):
+    for file, line, func, code in reversed(frames):
         if "user_file" not in out and is_user(file):
-            out.update(user_file=file, user_line=line, user_function=func)
+            out.update(user_file=file, user_line=line, user_function=func, user_code=code)
         if "torch_function" not in out and is_torch(file):
             out.update(torch_function=func, torch_file=torch_relative(file))
+    inner_first = [(f, fn) for f, _, fn, _ in reversed(frames)]
+    phase, index = route_phase(inner_first)
+    if phase == "user":  # an error raised at the call itself: the torch API the user line calls
+        called = route_call(out.get("user_code"))
+        if called is not None:
+            phase, out["phase_source"] = called, f"call: {out.get('user_code', '').strip()[:120]}"
+    elif index is not None:
+        file, func = inner_first[index]
+        out["phase_source"] = f"frame: {torch_relative(file)} in {func}"
+    out["phase"] = phase
     return out
 
 
 def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
     """One row per exception; ``df`` is the output of ``classify()``."""
     sel = df.filter(
-        pl.col("_tb_head") | pl.col("_tb_cause") | pl.col("_tb_context") | pl.col("_tb_file") | pl.col("_exc")
+        pl.col("_tb_head") | pl.col("_tb_cause") | pl.col("_tb_context") | pl.col("_in_tb") | pl.col("_exc")
         | (pl.col("_exc_owner") >= 0)
-    ).select("_rk", "_i", "lineno", "_msg", "_tb_head", "_tb_cause", "_tb_context", "_tb_file", "_exc",
-             "_exc_owner", "run_id", "path")
+    ).select("_rk", "_i", "lineno", "_msg", "_tb_head", "_tb_cause", "_tb_context", "_tb_file", "_in_tb", "_exc",
+             "_exc_owner", "_fr_file", "_fr_line", "_fr_func", "level", "run_id", "path")
     if sel.height == 0:
         return empty("exceptions")
     run_id, path = sel["run_id"][0], sel["path"][0]
     rows: list[dict] = []
-    by_rank: dict[int, dict] = {}  # per rank: current frames, open chain, pending relation
+    by_rank: dict[int, dict] = {}  # per rank: current frames, open chain, pending relation, last frame line
     by_index: dict[int, dict] = {}
-    for rk, i, lineno, msg, head, cause, context, tbf, exc, owner, *_ in sel.iter_rows():
-        st = by_rank.setdefault(rk, {"frames": [], "chain": None, "pending": None})
+
+    def cut(st: dict) -> None:
+        """The open traceback ended without its exception line: record what it shows."""
+        if st["frames"]:
+            rows.append({"run_id": run_id, "path": path, "lineno": st["last_lineno"], "chain": 0, "chained_by": None,
+                         "is_final": True, "complete": False, "exc_type": None, "_msg": [""], "level": st["level"],
+                         "frames": len(st["frames"]), **innermost(st["frames"])})
+        st["frames"] = []
+
+    for (rk, i, lineno, msg, head, cause, context, tbf, in_tb, exc, owner, fr_file, fr_line, fr_func, level,
+         *_) in sel.iter_rows():
+        st = by_rank.setdefault(rk, {"frames": [], "chain": None, "pending": None, "last_lineno": None,
+                                     "level": None})
         if head:
-            st["frames"] = []
+            cut(st)
+            st["level"] = level
             if st["pending"] is None:
                 st["chain"] = None  # a traceback not announced by a separator starts a new chain
         elif cause or context:
+            cut(st)
             st["pending"] = "cause" if cause else "context"
         elif tbf:
-            fr = parse_frame(msg)
-            if fr:
-                st["frames"].append(fr)
+            if fr_file is not None:
+                st["frames"].append((fr_file, fr_line or 0, fr_func or "", None))
+                st["last_lineno"] = lineno
+        elif in_tb and not exc:
+            frames = st["frames"]
+            code = msg.strip()
+            if frames and frames[-1][3] is None and code and not MARKER.match(msg[:MAX_LINE]):
+                frames[-1] = (*frames[-1][:3], code[:MAX_LINE])
         elif exc:
-            m = EXC.match(msg)
+            m = EXC.match(msg[:MAX_LINE])
             chain = st["chain"]
             if chain is not None and st["pending"] is not None:
                 chain[-1]["chained_by"] = st["pending"]
@@ -90,7 +100,8 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
                 chain = st["chain"] = []
             row = {
                 "run_id": run_id, "path": path, "lineno": lineno, "chain": len(chain), "chained_by": None,
-                "is_final": True, "exc_type": m["type"] if m else msg, "_msg": [m["msg"] or ""] if m else [""],
+                "is_final": True, "complete": True, "exc_type": m["type"] if m else msg[:MAX_LINE],
+                "_msg": [m["msg"] or ""] if m else [""], "level": level if level is not None else st["level"],
                 "frames": len(st["frames"]), **innermost(st["frames"]),
             }
             chain.append(row)
@@ -100,13 +111,16 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
             st["frames"] = []
         elif owner >= 0 and owner in by_index:
             by_index[owner]["_msg"].append(msg)
+    for st in by_rank.values():
+        cut(st)
     for row in rows:
         parts = row.pop("_msg")
         while len(parts) > 1 and not parts[-1].strip():
             parts.pop()
         if len(parts) > 1 and not parts[0].strip():  # 'ChildFailedError: ' + a message starting on the next line
             parts.pop(0)
-        row["message"] = "\n".join(p.rstrip() for p in parts)
+        row["message"] = "\n".join(p.rstrip() for p in parts) if row["complete"] else None
     if not rows:
         return empty("exceptions")
+    rows.sort(key=lambda r: r["lineno"] or 0)
     return conform("exceptions", pl.DataFrame(rows, infer_schema_length=None))

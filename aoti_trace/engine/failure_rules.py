@@ -1,0 +1,156 @@
+"""The built-in failure rules: a failed run always gets an error finding, whatever rule library is loaded.
+
+Failure detection is not a rule: :mod:`aoti_trace.ingest.failure` decides from every source whether a run failed
+and writes the ``failures`` frame. These rules report that row when nothing more specific explains the run. They are
+defined here, not in a rules folder, and :func:`aoti_trace.engine.evaluate` always adds them, so ``--rules DIR``
+cannot switch them off. Their finding is dropped again when any other error finding exists for the run
+(:func:`is_failure_rule`). Each phase has its own rule so that the family and the rule id say where it failed; the
+message is what failed, and :func:`describe` writes a remedy from what was found (the phase, the user's line, the
+command) with the debugging ladder as the next step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aoti_trace.engine import compile as C
+from aoti_trace.engine.schema import Rule
+from aoti_trace.findings import Finding
+from aoti_trace.frames import Frames
+from aoti_trace.vocabulary import PHASE_FAMILY, PHASE_TEXT
+
+GUIDE = "guides/unexplained/failure.md"
+
+# rule id, name, phases, title, env flags for the rerun
+_TABLE: list[tuple[str, str, list[str], str, dict[str, str]]] = [
+    ("AOTI-U001", "failure-unexplained", ["user", "unknown"],
+     "The run failed and no rule explains why", {}),
+    ("AOTI-U002", "failure-in-export", ["export"],
+     "torch.export failed with an error no specific rule explains", {"TORCH_LOGS": "+dynamo,export"}),
+    ("AOTI-U003", "failure-in-compile", ["compile", "lowering"],
+     "The Inductor compile failed with an error no specific rule explains", {"TORCH_LOGS": "+inductor"}),
+    ("AOTI-U004", "failure-in-autotune", ["autotune"],
+     "Autotuning failed with an error no specific rule explains", {"TORCH_LOGS": "+inductor"}),
+    ("AOTI-U005", "failure-in-build", ["build"],
+     "Building the generated C++/CUDA code failed with an error no specific rule explains", {"TORCH_LOGS": "+inductor"}),
+    ("AOTI-U006", "failure-in-load", ["package", "load"],
+     "Packaging or loading the compiled model failed with an error no specific rule explains", {}),
+    ("AOTI-U007", "failure-in-run", ["run"],
+     "Running the compiled model failed with an error no specific rule explains", {"AOTI_RUNTIME_CHECK_INPUTS": "1"}),
+]
+
+_FIELDS = ("what", "exc_type", "phase", "phase_source", "user_file", "user_line", "user_code", "signals")
+
+
+def _rule(rule_id: str, name: str, phases: list[str], title: str, env: dict[str, str]) -> Rule:
+    families = {PHASE_FAMILY[p] for p in phases}
+    assert len(families) == 1, (rule_id, families)
+    return Rule.model_validate({
+        "id": rule_id, "name": name, "title": title,
+        "description": "Built in (aoti_trace.engine.failure_rules): the run failed (the failures frame) and no other "
+                       "error finding explains it; reports what failed, in which phase, and the next step.",
+        "family": families.pop(), "severity": "error", "role": "carrier", "precision": "medium", "priority": -100,
+        "status": "stable", "version": 1,
+        "match": {"frame": "failures", "column": "phase", "in": phases, "anchor": True},
+        "occurrence": "last",
+        "extract": {f: {"column": f} for f in _FIELDS},
+        "message": "{{what}}",
+        "remedy": "See the debugging ladder.",
+        "guide": GUIDE,
+        "env_flags": env,
+    })
+
+
+FAILURE_RULES: list[Rule] = [_rule(*row) for row in _TABLE]
+FAILURE_RULE_IDS: frozenset[str] = frozenset(r.id for r in FAILURE_RULES)
+
+
+def is_failure_rule(rule_id: str) -> bool:
+    return rule_id in FAILURE_RULE_IDS
+
+
+# ---------------------------------------------------------------------------------------------- remedy
+
+_NEXT: dict[str, str] = {
+    "export": (
+        "`torch.export` could not trace the model. Read the traceback from the bottom: the last frame in your model "
+        "is the construct to change (data-dependent Python control flow -> `torch.cond`; NumPy or Python side effects "
+        "on tensors -> tensor ops; an unsupported op). `torch.export.draft_export(model, args)` lists every problem "
+        "at once; non-strict export (`strict=False`) avoids TorchDynamo's limits."
+    ),
+    "compile": (
+        "Inductor raised while compiling the exported program. Check the `inductor_configs` you pass, rerun with "
+        "`TORCH_LOGS=\"+inductor\"` to see the pass that failed, and reduce the model to a small repro "
+        "(`aoti-trace minify -- <your command>`, or `DUMP_AOTI_MINIFIER=1`) to file with the traceback."
+    ),
+    "lowering": (
+        "Inductor failed while lowering the graph or generating code for it. The traceback's last Inductor frame "
+        "names the pass; an op it cannot lower can often be kept out of the graph (`torch._inductor.config."
+        "implicit_fallbacks = True`) or replaced. Reduce it to a small repro (`aoti-trace minify -- <your command>`) "
+        "for a bug report."
+    ),
+    "autotune": (
+        "Benchmarking kernel choices failed. Rerun without max-autotune (`inductor_configs={\"max_autotune\": False}`) "
+        "to confirm; a choice that fails only under autotuning is an Inductor bug worth a report with the trace."
+    ),
+    "build": (
+        "The C++/CUDA compiler rejected the generated code or could not run. The first `error:` line of the compiler "
+        "output is the cause: a missing header or library is the environment (`CXX`, `CUDA_HOME`, the compiler "
+        "version), an error inside the generated code is an Inductor bug (report it with the TORCH_TRACE)."
+    ),
+    "package": (
+        "Writing or reading the .pt2 package failed. Check the path and that the file is a complete package "
+        "(`aoti-trace inspect model.pt2` reads it without loading it); a package built by another torch version may "
+        "need a rebuild."
+    ),
+    "load": (
+        "Loading the compiled model failed. Check the path, the model name inside the package and the device "
+        "(`aoti-trace inspect model.pt2` shows what the package was built for); load it with the torch version and "
+        "device it was compiled for."
+    ),
+    "run": (
+        "The compiled model failed at run time without naming a cause. Most such failures are inputs that do not "
+        "match what the package was compiled for: rerun with `AOTI_RUNTIME_CHECK_INPUTS=1` to check devices, dtypes "
+        "and shapes; on CUDA add `CUDA_LAUNCH_BLOCKING=1` to place the error."
+    ),
+    "user": (
+        "The exception was raised in your own code (or a library outside torch), not inside AOTI: fix it where the "
+        "traceback ends."
+    ),
+    "unknown": (
+        "The process failed without saying where. Capture it with `aoti-trace run -- <your command>` (TORCH_TRACE, "
+        "full stderr and the exit status) so the phase can be found."
+    ),
+}
+
+
+def _command(frames: Frames, run_id: str) -> str | None:
+    procs = C.run_rows(frames, "process", run_id, ["command"])
+    return next((p["command"] for p in procs if p.get("command")), None)
+
+
+def describe(finding: Finding, frames: Frames) -> Finding:
+    """The remedy of a built-in failure finding, written from what the ``failures`` row holds."""
+    f: dict[str, Any] = finding.fields
+    phase = f.get("phase", "unknown")
+    parts = []
+    where = PHASE_TEXT.get(phase, phase)
+    source = f.get("phase_source")
+    parts.append(f"Failed in {where}" + (f" ({source})." if source else "."))
+    if f.get("user_file"):
+        site = f"{f['user_file']}:{f['user_line']}" if f.get("user_line") else f["user_file"]
+        code = f" — `{f['user_code'].strip()}`" if f.get("user_code") else ""
+        parts.append(f"Your code: `{site}`{code}.")
+    parts.append("")
+    parts.append(_NEXT.get(phase, _NEXT["unknown"]))
+    if phase != "user":
+        command = _command(frames, finding.run_id)
+        ladder = f"aoti-trace ladder -- {command}" if command else "aoti-trace ladder -- <your command>"
+        parts.append("")
+        parts.append(f"Next step: `{ladder}` reruns it with the AOTI debugging flags, one stage at a time, until a "
+                     "stage names the cause.")
+    signals = f.get("signals", "")
+    if signals == "exit_code":
+        parts.append("Only the exit status shows the failure: no error text was captured.")
+    return finding.model_copy(update={"remedy": "\n".join(parts).replace("\n\n\n", "\n\n")})
+

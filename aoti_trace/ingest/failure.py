@@ -1,0 +1,220 @@
+"""Did the run fail? The ``failures`` frame, derived from the other frames independently of the rule library.
+
+A run failed when any source says so: a non-zero exit, a signal, a timeout or an interrupt recorded in the manifest,
+a final Python exception (also a traceback cut before its last line), a C++ ``Error:`` / ``terminate called`` /
+``what():``, a compiler ``error:``, a fault, a device assert, a failed or unfinished compile session in the trace. A
+known exit status of 0 (no timeout, no interrupt) overrides the text: the process survived what it printed.
+
+For a failed run the row says *what* failed (the last exception, else the first error line, else how the process
+ended), in which *phase* (from the exception's frames, the call the user's line makes, the trace's compile sessions,
+the fault's stack, or the kind of error line) and where in the user's code. Rules read this frame like any other;
+the engine's built-in failure rules (:mod:`aoti_trace.engine.failure_rules`) report it when no rule explains it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from aoti_trace.frames import SCHEMAS, Frames, conform, empty
+from aoti_trace.vocabulary import PHASE_FAMILY
+
+MAX_WHAT = 300
+# logged tracebacks at these glog levels were handled (torch logs and goes on): not failure evidence on their own
+HANDLED_LEVELS = ("V", "I", "W", "D")
+# C++/runtime lines that tell the phase when no traceback does (searched in the run's error lines, bounded)
+TEXT_PHASES: list[tuple[str, str]] = [
+    ("run", r"run_func_\(|AOTInductorModelContainerRun\b|AOTIModelContainerRunner\w*::run\b"),
+    ("load", r"create_func_\(|AOTInductorModelContainerCreate|update_constant_buffer|AOTIModelPackageLoader"),
+]
+# exception types and message heads that tell the phase when the frames do not (bounded Python re on one line)
+TYPE_PHASES: list[tuple[str, re.Pattern]] = [
+    ("build", re.compile(r"CppCompileError|InvalidCxxCompiler|CUDACompileError|nvcc|ptxas|\bcl\.exe|g\+\+|clang")),
+    ("lowering", re.compile(r"LoweringException|MissingOperatorWith(?:out)?Decomp")),
+    ("export", re.compile(r"torch\._dynamo\.exc\.|Unsupported|UserError|GuardOnDataDependentSymNode"
+                          r"|ConstraintViolationError|torch\.export|TorchRuntimeError")),
+    ("compile", re.compile(r"BackendCompilerFailed|InductorError|torch\._inductor")),
+]
+ERROR_KINDS = ("cpp_error", "aoti_torch_exception", "compiler_diagnostic")
+
+
+def _first_line(text: str | None) -> str:
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()[:MAX_WHAT]
+    return ""
+
+
+def _by_run(df: pl.DataFrame) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for row in df.to_dicts():
+        out.setdefault(row["run_id"], []).append(row)
+    return out
+
+
+def _runs(frames: Frames) -> list[str]:
+    seen: dict[str, None] = {}
+    for name in SCHEMAS:
+        if name == "failures":
+            continue
+        df = frames[name]
+        if df.height:
+            for rid in df.get_column("run_id").unique(maintain_order=True).to_list():
+                if rid is not None:
+                    seen.setdefault(rid, None)
+    return list(seen)
+
+
+def failures_frame(frames: Frames) -> pl.DataFrame:
+    """One row per run that failed (see the module docstring)."""
+    runs = _runs(frames)
+    if not runs:
+        return empty("failures")
+    process = _by_run(frames["process"])
+    excs = _by_run(frames["exceptions"])
+    faults = _by_run(frames["faults"])
+    asserts = _by_run(frames["device_asserts"].select("run_id", "path", "lineno", "assertion"))
+    compiles = _by_run(frames["compiles"].select("run_id", "path", "lineno", "status", "fail_type", "fail_reason",
+                                                 "user_frame", "api"))
+    lines = frames["lines"]
+    errors = _by_run(
+        lines.filter(pl.col("kind").is_in(ERROR_KINDS))
+        .group_by("run_id", "kind", maintain_order=True).agg(pl.all().first())
+        .select("run_id", "kind", "path", "lineno", "text")
+    )
+    hints: dict[str, str] = {}
+    if lines.height:
+        cand = lines.filter(pl.col("kind").is_in(("cpp_error", "terminate", "exception", "aoti_torch_exception")))
+        for phase, pattern in TEXT_PHASES:
+            hit = cand.filter(pl.col("text").str.contains(pattern)).get_column("run_id").unique().to_list()
+            for rid in hit:
+                hints.setdefault(rid, phase)
+    rows = []
+    for run in runs:
+        row = _failure(run, process.get(run, []), excs.get(run, []), faults.get(run, []), asserts.get(run, []),
+                       compiles.get(run, []), errors.get(run, []), hints.get(run))
+        if row is not None:
+            rows.append(row)
+    if not rows:
+        return empty("failures")
+    return conform("failures", pl.DataFrame(rows, infer_schema_length=None))
+
+
+def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict], asserts: list[dict],
+             compiles: list[dict], errors: list[dict], hint: str | None) -> dict | None:
+    proc = process[0] if process else {}
+    code, sig = proc.get("exit_code"), proc.get("signal")
+    timed_out, interrupted = bool(proc.get("timed_out")), bool(proc.get("interrupted"))
+    signals: list[str] = []
+    if code not in (None, 0):
+        signals.append("exit_code")
+    if sig:
+        signals.append("signal")
+    if timed_out:
+        signals.append("timed_out")
+    if interrupted:
+        signals.append("interrupted")
+    if code == 0 and not signals:
+        return None  # the process survived whatever it printed
+    finals = [e for e in excs if e.get("is_final") and e.get("level") not in HANDLED_LEVELS]
+    complete = [e for e in finals if e.get("complete")]
+    cut = [e for e in finals if not e.get("complete")]
+    if complete:
+        signals.append("exception")
+    if cut and (not complete or (cut[-1]["lineno"] or 0) > (complete[-1]["lineno"] or 0)):
+        signals.append("cut_traceback")
+    kinds = {e["kind"]: e for e in errors}
+    if "cpp_error" in kinds or "aoti_torch_exception" in kinds:
+        signals.append("cpp_error")
+    terminate = [f for f in faults if f.get("kind") == "terminate"]
+    fatal = [f for f in faults if f.get("kind") == "fatal_signal"]
+    if terminate:
+        signals.append("terminate")
+    if "compiler_diagnostic" in kinds:
+        signals.append("compiler_error")
+    if fatal:
+        signals.append("fatal_signal")
+    if asserts:
+        signals.append("device_assert")
+    failed_compiles = [c for c in compiles if c.get("status") == "failed"]
+    if failed_compiles:
+        signals.append("failed_compile")
+    if any(c.get("status") == "incomplete" for c in compiles) and (signals or not process):
+        signals.append("incomplete_compile")
+    if not signals:
+        return None
+
+    row: dict = {"run_id": run, "path": None, "lineno": None, "signals": ",".join(signals), "exc_type": None}
+    exc = complete[-1] if complete else (cut[-1] if cut else None)
+    # what failed
+    if complete:
+        e = complete[-1]
+        msg = _first_line(e.get("message"))
+        row.update(what=f"{e['exc_type']}: {msg}" if msg else e["exc_type"], exc_type=e["exc_type"],
+                   path=e["path"], lineno=e["lineno"])
+    elif terminate and terminate[0].get("what"):
+        t = terminate[0]
+        row.update(what=_first_line(t["what"]), exc_type=t.get("exc_type"), path=t["path"], lineno=t["lineno"])
+    elif errors:
+        first = min(errors, key=lambda e: e["lineno"] or 0)
+        row.update(what=_first_line(first["text"]), path=first["path"], lineno=first["lineno"])
+    elif fatal:
+        f = fatal[0]
+        row.update(what=f"killed by {f.get('signal') or 'a fatal signal'}", path=f["path"], lineno=f["lineno"])
+    elif asserts:
+        a = asserts[0]
+        row.update(what=f"device-side assert: {_first_line(a['assertion'])}", path=a["path"], lineno=a["lineno"])
+    elif failed_compiles:
+        c = failed_compiles[0]
+        reason = _first_line(c.get("fail_reason"))
+        row.update(what=f"{c.get('fail_type')}: {reason}" if reason else str(c.get("fail_type") or "compile failed"),
+                   exc_type=c.get("fail_type"), path=c["path"], lineno=c["lineno"])
+    elif cut:
+        e = cut[-1]
+        row.update(what="a traceback cut before its exception line" + (
+            f" (last frame {e.get('torch_file') or e.get('user_file')} in {e.get('torch_function') or e.get('user_function')})"
+            if e.get("torch_file") or e.get("user_file") else ""), path=e["path"], lineno=e["lineno"])
+    elif timed_out:
+        row["what"] = f"timed out after {proc.get('duration_s') or '?'} s"
+    elif interrupted:
+        row["what"] = "interrupted"
+    elif sig:
+        row["what"] = f"killed by {sig}"
+    else:
+        row["what"] = f"exit code {code}, with no error printed"
+    row["what"] = row["what"][:MAX_WHAT]
+
+    # where: the phase
+    phase, source = "unknown", None
+    if exc is not None and exc.get("phase") not in (None, "unknown"):
+        phase, source = exc["phase"], exc.get("phase_source")
+    if phase in ("unknown", "user"):
+        head = f"{row.get('exc_type') or ''} {row['what']}"[:MAX_WHAT * 2]
+        typed = next((p for p, pattern in TYPE_PHASES if pattern.search(head)), None)
+        if typed is not None:
+            phase, source = typed, f"message: {row['what'][:80]}"
+    if phase == "unknown":
+        if "compiler_diagnostic" in kinds:
+            phase, source = "build", "compiler error line"
+        elif hint is not None:
+            phase, source = hint, "AOTI runtime error line"
+        elif failed_compiles or (any(c.get("status") == "incomplete" for c in compiles) and signals != ["exit_code"]):
+            phase, source = "compile", "trace: compile session " + ("failed" if failed_compiles else "unfinished")
+        elif fatal and fatal[0].get("phase") not in (None, "unknown"):
+            phase, source = fatal[0]["phase"], "fault stack"
+        elif asserts:
+            phase, source = "run", "device-side assert"
+    row.update(phase=phase, phase_source=source, family=PHASE_FAMILY[phase])
+
+    # the user's code closest to the failure
+    site = exc if exc is not None and exc.get("user_file") else next(
+        (e for e in reversed(excs) if e.get("user_file")), None) or next((f for f in faults if f.get("user_file")), None)
+    if site is not None:
+        row.update(user_file=site["user_file"], user_line=site.get("user_line"), user_code=site.get("user_code"))
+    else:
+        frame = next((c["user_frame"] for c in compiles if c.get("user_frame")), None)
+        if frame:
+            file, _, line = frame.rpartition(":")
+            row.update(user_file=file, user_line=int(line) if line.isdigit() else None)
+    return row
