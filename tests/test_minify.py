@@ -20,6 +20,7 @@ from aoti_trace.analysis import analyze
 from aoti_trace.cli import _register, cli
 from aoti_trace.ladder import LadderResult, run_ladder
 from aoti_trace.minify import (
+    NOT_MINIFIABLE,
     MinifyResult,
     assess,
     cannot_minify,
@@ -31,6 +32,7 @@ from aoti_trace.minify import (
 )
 from aoti_trace.report import render
 from aoti_trace.report.json import document_schema
+from aoti_trace.vocabulary import FAMILIES
 
 REPO = Path(__file__).resolve().parents[1]
 CPU = REPO / "fixtures" / "minify" / "cpu_compile_error"
@@ -131,6 +133,10 @@ def test_schema_rejects_a_repro_with_an_unknown_status(cpu):
 def test_cannot_minify_says_why_for_real_failures(case, says):
     primary = analyze([CASES / case]).primary
     assert says in cannot_minify(primary)
+
+
+def test_not_minifiable_names_real_families():
+    assert set(NOT_MINIFIABLE) <= set(FAMILIES)
 
 
 def test_cannot_minify_lets_graph_failures_through():
