@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from aoti_trace.discover import RunInputs, discover
 from aoti_trace.findings import Finding
 from aoti_trace.frames import Frames, schema
+
+if TYPE_CHECKING:
+    from aoti_trace.minify import MinifyResult
 
 
 @dataclass
@@ -24,6 +28,7 @@ class Analysis:
     runs: list[RunInputs]
     frames: Frames
     findings: list[Finding] = field(default_factory=list)
+    repro: MinifyResult | None = None  # a minimal repro of the primary failure (set by aoti_trace.minify)
 
     @property
     def primary(self) -> Finding | None:

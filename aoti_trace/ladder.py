@@ -15,6 +15,10 @@ of stage 2 stay on while stage 3 makes errors synchronous and stage 4 prints ker
 The ladder stops at the first stage whose analysis is *definite* (:func:`is_definite`), or after stage 1 when
 the command succeeded with no error finding; a stage 4a that named a kernel always goes on to 4b. It writes ``<out>/ladder.json``; :meth:`LadderResult.table` is the
 summary table.
+
+With ``minify=True`` a last stage, ``5 minify`` (``<out>/stage-5-minify/``), runs :func:`aoti_trace.minify.minify`
+with the flags of the stage before (``DUMP_AOTI_MINIFIER=1`` added; the printer flags dropped), unless the reported
+diagnosis is one the minifier cannot help with; the result is attached to the reported analysis (``.repro``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from aoti_trace.capture import CaptureResult, capture
 if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
     from aoti_trace.findings import Finding
+    from aoti_trace.minify import MinifyResult
 
 SCHEMA = "aoti-trace.ladder/v1"
 PRINTER = "AOT_INDUCTOR_DEBUG_INTERMEDIATE_VALUE_PRINTER"
@@ -38,6 +43,7 @@ FILTER = "AOT_INDUCTOR_FILTERED_KERNELS_TO_PRINT"
 CACHE = "TORCHINDUCTOR_CACHE_DIR"
 
 SUCCEEDED = "the command succeeded: nothing to debug"
+MINIFY_DIR = "stage-5-minify"
 
 # Families that say how a process died, not why.
 CARRIER_FAMILIES = frozenset({"segfault", "log_damage"})
@@ -148,6 +154,7 @@ class LadderResult:
     out_dir: Path
     command: list[str]
     stages: list[StageResult]
+    minify: MinifyResult | None = None  # the optional last stage (``run_ladder(minify=True)``)
 
     @property
     def decisive(self) -> StageResult | None:
@@ -179,6 +186,10 @@ class LadderResult:
             if not s.skipped:
                 before = s.env
             rows.append((s.stage.dirname.removeprefix("stage-"), flags, s.outcome(), s.showed()))
+        if self.minify is not None:
+            m = self.minify
+            rows.append((MINIFY_DIR.removeprefix("stage-"), "DUMP_AOTI_MINIFIER=1 + earlier flags" if m.captures
+                         else "-", m.status.replace("_", " ") if m.captures else "skipped", m.summary()))
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
         lines.insert(1, "  ".join("-" * w for w in widths) + "  " + "-" * len(rows[0][3]))
@@ -201,6 +212,7 @@ class LadderResult:
             "stopped_at": d.stage.id if d else None,
             "diagnosis": d.primary.to_json() if d and d.primary else None,
             "stages": [s.to_json() for s in self.stages],
+            "minify": self.minify.to_json() if self.minify is not None else None,
         }
 
 
@@ -312,10 +324,13 @@ def run_ladder(
     cwd: str | Path | None = None,
     rules_path: str | Path | None = None,
     progress=None,
+    minify: bool = False,
+    minify_budget: float | None = None,
 ) -> LadderResult:
     """Run the ladder for ``cmd`` under ``out_dir``; write ``ladder.json`` and return the result.
 
     ``progress``: optional callable taking one line of progress text (the CLI prints it on stderr).
+    ``minify``: end with stage 5 (the AOTI minifier, at most ``minify_budget`` seconds; see the module docstring).
     Raises :class:`aoti_trace.capture.CaptureFailed` when the command cannot be started at all.
     """
     out = Path(out_dir)
@@ -368,5 +383,31 @@ def run_ladder(
                 and not _error_findings(res.analysis):
             res.note = SUCCEEDED
             stop = True
+    if minify:
+        ladder.minify = _minify_stage(ladder, out, carried, minify_budget, extra_env=extra_env, timeout=timeout,
+                                      echo=echo, cwd=cwd, rules_path=rules_path, progress=say)
     (out / "ladder.json").write_text(json.dumps(ladder.to_json(), indent=2) + "\n", encoding="utf-8")
     return ladder
+
+
+def _minify_stage(ladder: LadderResult, out: Path, carried: dict[str, str], budget: float | None, *,
+                  extra_env, timeout, echo, cwd, rules_path, progress) -> MinifyResult:
+    """Stage 5: minify the reported failure, or say why not; attach the result to the reported analysis."""
+    from aoti_trace.minify import DEFAULT_BUDGET_S, MinifyResult, cannot_minify, minify
+
+    reported = ladder.reported
+    where = (out / MINIFY_DIR).absolute()
+    why = SUCCEEDED if ladder.stages[0].note == SUCCEEDED else cannot_minify(reported.primary)
+    if why:
+        result = MinifyResult(status="nothing_to_minify" if why == SUCCEEDED else "cannot_minify", reason=why,
+                              out_dir=where, command=list(ladder.command), target=reported.primary)
+        progress(f"stage 5 (minify): skipped: {why}")
+    else:
+        progress("stage 5 (minify): DUMP_AOTI_MINIFIER=1 + earlier flags")
+        env = {**(extra_env or {}), **{k: v for k, v in carried.items() if k not in (PRINTER, FILTER)}}
+        result, _ = minify(ladder.command, where, budget_s=budget or DEFAULT_BUDGET_S, timeout=timeout,
+                           extra_env=env, echo=echo, cwd=cwd, rules_path=rules_path, progress=progress)
+        progress(f"stage 5: {result.summary()}")
+    if reported.analysis is not None:
+        reported.analysis.repro = result
+    return result

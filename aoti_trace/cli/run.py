@@ -92,9 +92,12 @@ def run_cmd(ctx: click.Context, ladder, out, logs, check_inputs, timeout, env, f
 
 
 @cli.command("ladder", context_settings=CONTEXT)
+@click.option("--minify", "minify", is_flag=True, help="end with stage 5: a minimal repro (see `aoti-trace minify`)")
+@click.option("--minify-budget", type=float, default=None, help="seconds the minifier may run (default 1200)")
 @_options
 @click.pass_context
-def ladder_cmd(ctx: click.Context, out, logs, check_inputs, timeout, env, fmt, rules_path, cmd) -> None:
+def ladder_cmd(ctx: click.Context, minify, minify_budget, out, logs, check_inputs, timeout, env, fmt, rules_path,
+               cmd) -> None:
     """Run the AOTI debugging guide's procedure on CMD, one fresh capture per stage, until one gives a diagnosis.
 
     \b
@@ -104,6 +107,7 @@ def ladder_cmd(ctx: click.Context, out, logs, check_inputs, timeout, env, fmt, r
       3  PYTORCH_NO_CUDA_MEMORY_CACHING=1 CUDA_LAUNCH_BLOCKING=1 (CUDA only, fresh cache)
       4a AOT_INDUCTOR_DEBUG_INTERMEDIATE_VALUE_PRINTER=3: the last kernel launched
       4b ...PRINTER=2 AOT_INDUCTOR_FILTERED_KERNELS_TO_PRINT=<that kernel>: its inputs
+      5  with --minify: DUMP_AOTI_MINIFIER=1, the AOTI minifier, the minimal repro checked (`aoti-trace minify`)
     Ends with a table and <out>/ladder.json. Same as `aoti-trace run --ladder`.
     """
     from aoti_trace.ladder import run_ladder
@@ -114,7 +118,8 @@ def ladder_cmd(ctx: click.Context, out, logs, check_inputs, timeout, env, fmt, r
         if check_inputs:
             extra.setdefault("AOTI_RUNTIME_CHECK_INPUTS", "1")
         result = run_ladder(list(cmd), out, logs=logs, extra_env=extra, timeout=timeout,
-                            echo=True if fmt == "text" else "stderr", rules_path=rules_path, progress=_say)
+                            echo=True if fmt == "text" else "stderr", rules_path=rules_path, progress=_say,
+                            minify=minify, minify_budget=minify_budget)
     except CaptureFailed as exc:
         raise CaptureError(str(exc)) from None
     reported = result.reported

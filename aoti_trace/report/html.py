@@ -32,6 +32,7 @@ from aoti_trace.report.common import (
     user_location,
 )
 from aoti_trace.report.json import run_summaries
+from aoti_trace.report.repro import repro_html
 
 if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
@@ -277,6 +278,7 @@ def render_html(analysis: Analysis) -> str:
     else:
         body.append('<p class="ok">No problem found.</p>')
     body.append("</section>")
+    body.append(repro_html(analysis))
     if analysis.findings:
         body.append(f'<section id="findings"><h2>All findings ({len(analysis.findings)})</h2>'
                     f"{_findings_table(analysis)}</section>")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from aoti_trace import __version__
 from aoti_trace.findings import SEVERITIES
+from aoti_trace.report.repro import REPRO_SCHEMA, repro_json
 
 if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
@@ -78,6 +79,9 @@ def render_json(analysis: Analysis) -> str:
         "summary": {"counts": counts, "primary": primary.rule_id if primary else None,
                     "primary_family": primary.family if primary else None},
     }
+    repro = repro_json(analysis)
+    if repro is not None:
+        doc["repro"] = repro
     return json.dumps(doc, indent=2) + "\n"
 
 
@@ -156,6 +160,7 @@ def document_schema() -> dict:
     defs = finding.pop("$defs", {})
     defs["Finding"] = finding
     defs["Run"] = RUN_SCHEMA
+    defs["Repro"] = REPRO_SCHEMA
     counts = {"type": "object", "additionalProperties": False, "required": list(SEVERITIES),
               "properties": {s: {"type": "integer", "minimum": 0} for s in SEVERITIES}}
     return {
@@ -171,6 +176,7 @@ def document_schema() -> dict:
             "version": {"type": "string"},
             "runs": {"type": "array", "items": {"$ref": "#/$defs/Run"}},
             "findings": {"type": "array", "items": {"$ref": "#/$defs/Finding"}},
+            "repro": {"$ref": "#/$defs/Repro"},
             "summary": {
                 "type": "object",
                 "additionalProperties": False,

@@ -25,6 +25,7 @@ from aoti_trace.report.common import (
     user_location,
 )
 from aoti_trace.report.json import run_summaries
+from aoti_trace.report.repro import repro_markdown
 
 if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
@@ -177,6 +178,7 @@ def render_markdown(analysis: Analysis) -> str:
         out.append("")
     if primary is not None:
         out += _details(analysis, primary)
+    out += repro_markdown(analysis)
     out += ["<details><summary>Runs</summary>", ""]
     for run in run_summaries(analysis):
         end = "unknown" if run["exit_code"] is None else str(run["exit_code"])

@@ -27,6 +27,7 @@ from urllib.parse import quote
 
 from aoti_trace import __version__
 from aoti_trace.report.common import guide_display, guide_summary, primary_location
+from aoti_trace.report.repro import repro_json
 
 if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
@@ -140,6 +141,9 @@ def sarif_document(analysis: Analysis, *, source_root: str | Path | None = None)
         "results": results,
         "properties": {"runs": run_ids},
     }
+    repro = repro_json(analysis)
+    if repro is not None:
+        run["properties"]["repro"] = repro
     if root is not None:
         run["originalUriBaseIds"] = {"SRCROOT": {"uri": root.resolve().as_uri().rstrip("/") + "/"}}
     return {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [run]}

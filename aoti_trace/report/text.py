@@ -25,6 +25,7 @@ from aoti_trace.report.common import (
     user_location,
 )
 from aoti_trace.report.json import run_summaries
+from aoti_trace.report.repro import repro_lines
 
 if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
@@ -154,6 +155,9 @@ def lines(analysis: Analysis) -> list[Line]:
     primary = analysis.primary
     if primary is not None:
         out += _finding(analysis, primary, True) + [[]]
+    repro = repro_lines(analysis)
+    if repro:
+        out += [[(line, "bold underline" if i == 0 else None)] for i, line in enumerate(repro)] + [[]]
     rest = [f for f in analysis.findings if not f.primary]
     if rest:
         out.append([(f"Other findings ({len(rest)}):" if primary else f"Findings ({len(rest)}):", "bold underline")])
