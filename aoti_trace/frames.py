@@ -246,7 +246,7 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "lineno": (I64, "its line"),
             "signals": (Str, "the evidence, comma-separated: exit_code, signal, timed_out, interrupted, exception, "
                              "cut_traceback, cpp_error, terminate, compiler_error, fatal_signal, device_assert, "
-                             "failed_compile, incomplete_compile"),
+                             "failed_compile, incomplete_compile, torch_error_footer, test_failed"),
             "what": (Str, "what failed, one line: the last exception, else the first error line, else how it ended"),
             "exc_type": (Str, "exception type of `what`, when it is an exception"),
             "phase": (Str, "phase it failed in (aoti_trace.vocabulary.PHASES)"),

@@ -95,9 +95,12 @@ def run_example(ruleset: RuleSet, rule: Rule, example: Example) -> ExampleResult
 
 
 def run_examples(ruleset: RuleSet, only: list[Rule] | None = None) -> list[ExampleResult]:
-    """Results of every inline example of ``only`` (default: every rule of ``ruleset``)."""
+    """Results of every inline example of ``only`` (default: every rule of ``ruleset``). A deprecated rule is not
+    evaluated, so its examples are not run."""
     out: list[ExampleResult] = []
     for rule in only if only is not None else ruleset.rules:
+        if rule.status == "deprecated":
+            continue
         for example in rule.examples:
             out.append(run_example(ruleset, rule, example))
     return out

@@ -18,6 +18,7 @@ import re
 import polars as pl
 
 from aoti_trace.frames import SCHEMAS, Frames, conform, empty
+from aoti_trace.ingest.lines import PATTERNS
 from aoti_trace.vocabulary import CPP_ORIGIN, PHASE_FAMILY, module_family, route_cpp
 
 MAX_WHAT = 300
@@ -87,6 +88,8 @@ def failures_frame(frames: Frames) -> pl.DataFrame:
         .group_by("run_id", "kind", maintain_order=True).agg(pl.all().first())
         .select("run_id", "kind", "path", "lineno", "text")
     )
+    footers = _by_run(_with_message(lines, _first_match(lines, PATTERNS["torch_footer"])))
+    tests = _by_run(_first_match(lines, PATTERNS["test_failed"]))
     hints: dict[str, str] = {}
     if lines.height:
         cand = lines.filter(pl.col("kind").is_in(("cpp_error", "terminate", "exception", "aoti_torch_exception")))
@@ -97,7 +100,8 @@ def failures_frame(frames: Frames) -> pl.DataFrame:
     rows = []
     for run in runs:
         row = _failure(run, process.get(run, []), excs.get(run, []), faults.get(run, []), asserts.get(run, []),
-                       compiles.get(run, []), errors.get(run, []), hints.get(run))
+                       compiles.get(run, []), errors.get(run, []), hints.get(run),
+                       footers.get(run, []) + tests.get(run, []))
         if row is not None:
             rows.append(row)
     if not rows:
@@ -115,8 +119,38 @@ def _cpp_origin(exc: dict | None) -> str | None:
     return m["file"] if m else None
 
 
+def _first_match(lines: pl.DataFrame, pattern: str) -> pl.DataFrame:
+    """The first line per run whose text matches ``pattern``, with the pattern name-free columns failures need."""
+    if lines.height == 0:
+        return pl.DataFrame(schema={"run_id": pl.String, "path": pl.String, "lineno": pl.Int64, "text": pl.String})
+    return (lines.filter(pl.col("text").str.contains(pattern) & (pl.col("kind") != "output_code"))
+            .group_by("run_id", maintain_order=True).agg(pl.col("path", "lineno", "text").first()))
+
+
+def _with_message(lines: pl.DataFrame, footers: pl.DataFrame, window: int = 80) -> pl.DataFrame:
+    """Each footer row with ``message``: the first line of the paragraph above Dynamo's ``from user code:`` block (or
+    above the footer), which is the error's message when its ``Type: message`` line was not posted."""
+    if footers.height == 0:
+        return footers.with_columns(pl.lit(None, dtype=pl.String).alias("message"))
+    out = []
+    for row in footers.to_dicts():
+        above = (lines.filter((pl.col("run_id") == row["run_id"]) & (pl.col("path") == row["path"])
+                              & pl.col("lineno").is_between(row["lineno"] - window, row["lineno"] - 1))
+                 .sort("lineno").get_column("text").to_list())
+        cut = next((i for i in range(len(above) - 1, -1, -1) if above[i].strip() == "from user code:"), len(above))
+        block = above[:cut]
+        while block and not block[-1].strip():
+            block.pop()
+        start = len(block)
+        while start > 0 and block[start - 1].strip():
+            start -= 1
+        row["message"] = block[start].strip()[:MAX_WHAT] if start < len(block) else None
+        out.append(row)
+    return pl.DataFrame(out, schema={**footers.schema, "message": pl.String})
+
+
 def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict], asserts: list[dict],
-             compiles: list[dict], errors: list[dict], hint: str | None) -> dict | None:
+             compiles: list[dict], errors: list[dict], hint: str | None, reported: list[dict]) -> dict | None:
     proc = process[0] if process else {}
     code, sig = proc.get("exit_code"), proc.get("signal")
     timed_out, interrupted = bool(proc.get("timed_out")), bool(proc.get("interrupted"))
@@ -151,6 +185,12 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
         signals.append("fatal_signal")
     if asserts:
         signals.append("device_assert")
+    footer = next((r for r in reported if not r["text"].startswith(("FAILED", "ERROR"))), None)
+    failed_test = next((r for r in reported if r["text"].startswith(("FAILED", "ERROR"))), None)
+    if footer is not None:
+        signals.append("torch_error_footer")
+    if failed_test is not None:
+        signals.append("test_failed")
     failed_compiles = [c for c in compiles if c.get("status") == "failed"]
     if failed_compiles:
         signals.append("failed_compile")
@@ -184,6 +224,13 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
         reason = _first_line(c.get("fail_reason"))
         row.update(what=f"{c.get('fail_type')}: {reason}" if reason else str(c.get("fail_type") or "compile failed"),
                    exc_type=c.get("fail_type"), path=c["path"], lineno=c["lineno"])
+    elif failed_test is not None:
+        t = failed_test
+        row.update(what=t["text"].split(" - ", 1)[-1] if " - " in t["text"] else t["text"], path=t["path"],
+                   lineno=t["lineno"])
+    elif footer is not None:
+        row.update(what=footer.get("message") or "a torch.compile / torch.export error (its message is above "
+                        f"torch's footer: '{footer['text'][:60]}')", path=footer["path"], lineno=footer["lineno"])
     elif cut:
         e = cut[-1]
         row.update(what="a traceback cut before its exception line" + (
@@ -223,6 +270,8 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
             phase, source = fatal[0]["phase"], "fault stack"
         elif asserts:
             phase, source = "run", "device-side assert"
+        elif footer is not None:
+            phase, source = "export", "Dynamo's error footer"
     module = (exc.get("torch_file") if exc is not None else None) or cpp
     row.update(phase=phase, phase_source=source, family=module_family(module, head) or PHASE_FAMILY[phase])
 

@@ -22,11 +22,13 @@ THREAD = r"^(?P<current>Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call
 FH_FRAME = r'^  File "(?P<file>[^"]*)", line (?P<line>[0-9]{1,18}|\?\?\?) in (?P<func>.+?)\s*$'
 TERMINATE = r"^terminate called (?:after throwing an instance of '(?P<type>[^']*)'|(?P<other>.*))"
 WHAT = r"^\s*what\(\):\s+(?P<what>.*)$"
-# the shell's report of a child killed by a signal: 'Segmentation fault (core dumped)' on its own line, or a
-# script's job line './run.sh: line 34:  1930 Aborted                 (core dumped) cmd ...'
+# the shell's report of a child killed by a signal: 'Segmentation fault (core dumped)' on its own line, bash's job
+# line './run.sh: line 34:  1930 Aborted                 (core dumped) cmd ...', zsh's '[1]    10753 killed     cmd'
+# and 'zsh: segmentation fault  cmd'
 SHELL_SIGNAL = (
-    r"^(?:\S+: line \d+: +\d+ +)?(?P<what>Segmentation fault|Bus error|Aborted|Illegal instruction"
-    r"|Floating point exception|Killed)(?: +\(core dumped\))?(?:\s*$| +\S)"
+    r"^(?:(?:\S+: line \d+: +\d+ +)?(?P<what>Segmentation fault|Bus error|Aborted|Illegal instruction"
+    r"|Floating point exception|Killed)|(?:\[\d+\] +[+-]? *\d+ +|zsh: )(?P<what2>(?i:segmentation fault|bus error"
+    r"|abort|illegal hardware instruction|floating point exception|killed)))(?: +\(core dumped\))?(?:\s*$| +\S)"
 )
 
 SIGNALS = {
@@ -85,10 +87,13 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
         if msg.startswith("Extension modules: "):
             st["dump"], st["in_current"] = None, False
             continue
-        m = r["_shell"] if r["_shell"] and r["_shell"]["what"] is not None else None
+        m = r["_shell"] if r["_shell"] and (r["_shell"]["what"] or r["_shell"]["what2"]) is not None else None
         if m:
+            said = (m["what"] or m["what2"]).lower()
+            sig = _signal(said) or {"killed": "SIGKILL", "abort": "SIGABRT",
+                                    "illegal hardware instruction": "SIGILL"}.get(said)
             rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal", "what": msg[:300],
-                         "signal": _signal(m["what"]) or ("SIGKILL" if m["what"] == "Killed" else None), "_stack": []})
+                         "signal": sig, "_stack": []})
             continue
         m = r["_term"] if r["_is_term"] else None
         if m:

@@ -33,7 +33,11 @@ DECORATIONS: dict[str, str] = {
     "logging": (r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL):[\w.<>-]*:"
                 r"|\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\] ?"
                 r"|[\w.]+ - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
-                r"|(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) +\| [\w.<>]+:[\w<>]+:\d+ - "),
+                r"|(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) +\| [\w.<>]+:[\w<>]+:\d+ - "
+                # vLLM / SGLang: 'ERROR 07-23 07:21:49 [core.py:586] '
+                r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]\s]+\] "
+                # a C++ logger's '[20:26:00 /src/main.cpp:51] '
+                r"|\[\d\d:\d\d:\d\d(?:\.\d+)? [^\]\s]+:\d+\] "),
     # pytest's failure report: 'E       RuntimeError: ...'
     "pytest": r"E(?: {7}| {3})",
     # a log pasted into a Markdown quote ('> Traceback ...'; not a REPL's '>>> ')
@@ -73,7 +77,18 @@ PATTERNS: dict[str, str] = {
     "bare_exc": (
         r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Failed|Failure|Interrupt)"
         r"(?::(?: .*)?)?$"
+        # any type that torch or triton defines, whatever its name ('torch._dynamo.exc.FailOnRecompileLimitHit: ...')
+        r"|^(?:torch|triton)\.(?:[A-Za-z_][A-Za-z0-9_]*\.)+[A-Z][A-Za-z0-9_]*: "
     ),
+    # the footer torch appends to a Dynamo/export error message: the message above it is an error even when its
+    # 'Type: message' line was not posted
+    "torch_footer": (
+        r"^Set TORCH_LOGS=\\?\"\+dynamo\\?\" and TORCHDYNAMO_VERBOSE=1 for more information"
+        r"|^You can suppress this exception and fall back to eager by setting:"
+        r"|^The error above occurred when calling torch\.export\.export"
+    ),
+    # a test runner's verdict ('FAILED test_x.py::T::test_y - AssertionError: ...')
+    "test_failed": r"^(?:FAILED|ERROR) (?:\[[\d.]+m?s\] )?\S+::\S+",
     "fh_fatal": r"^Fatal Python error: ",
     "faulthandler": (
         r"^(?:Fatal Python error: |Python runtime state: |(?:Current thread|Thread) 0x[0-9a-fA-F]+ "
@@ -253,7 +268,11 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
     )
     df = df.with_columns(
         code_state.alias("_code"), printer_state.alias("_pblock"),
-        (seg_tb | (pl.col("_tb_file") & ~pl.col("_glog"))).alias("_in_tb"),
+        # a pasted fragment may start inside a traceback: its frame lines and the source line under each still count
+        (seg_tb | (pl.col("_tb_file") & ~pl.col("_glog"))
+         | (pl.col("_msg").str.starts_with("    ") & pl.col("_tb_file").shift(1).over(rk).fill_null(False)
+            & ~code_state))
+        .alias("_in_tb"),
     )
     prev_in_tb = pl.col("_in_tb").shift(1).over(rk).fill_null(False)
     exc_line = (

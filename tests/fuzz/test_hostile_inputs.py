@@ -432,14 +432,15 @@ def test_11_sigterm_during_run_is_not_no_problem_found(tmp_path):
 GRANDCHILD = """\
 import subprocess, sys
 # a grandchild in its own session: the capture's kill of the command's process group does not reach it
-p = subprocess.Popen([sys.executable, "-c", "import time\\nfor i in range(300):\\n    print(f'line {i}', flush=True)\\n"
+p = subprocess.Popen([sys.executable, "-c", "import time\\nfor i in range(3000):\\n    print(f'line {i}', flush=True)\\n"
                       "    time.sleep(0.02)\\n"], start_new_session=True)
 print(f"grandchild {p.pid}", flush=True)
 """
 
 
 def test_12_grandchild_holding_the_pipes(tmp_path, monkeypatch):
-    """A command whose grandchild (own session, writing 300 lines over ~6 s) outlives it; drain time cut to 1 s.
+    """A command whose grandchild (own session, writing 3000 lines over ~60 s, so that it outlives the capture's
+    drain and stop waits, ~11 s, also on a loaded machine) outlives it; drain time cut to 1 s.
     No file is closed under a reader thread (no exception in a thread), every line written before the stop is
     complete, and the streams left open are in the manifest and in the damage frame (``lost_output``)."""
     from aoti_trace import capture as cap
