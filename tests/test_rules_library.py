@@ -30,7 +30,8 @@ def test_rule_lints_clean(rule):
     assert not errors, "\n".join(errors)
 
 
-EXAMPLES = [(rule, ex) for rule in RULES.rules for ex in rule.examples]
+# a deprecated rule is not evaluated (its replacement fires instead), so its examples are not run
+EXAMPLES = [(rule, ex) for rule in RULES.rules if rule.status != "deprecated" for ex in rule.examples]
 
 
 @pytest.mark.parametrize("rule,example", EXAMPLES, ids=[f"{r.id}-{e.name}" for r, e in EXAMPLES])

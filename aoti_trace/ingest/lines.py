@@ -271,7 +271,7 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
         # a pasted fragment may start inside a traceback: its frame lines and the source line under each still count
         (seg_tb | (pl.col("_tb_file") & ~pl.col("_glog"))
          | (pl.col("_msg").str.starts_with("    ") & pl.col("_tb_file").shift(1).over(rk).fill_null(False)
-            & ~code_state))
+            & ~code_state & ~pl.col("_glog")))
         .alias("_in_tb"),
     )
     prev_in_tb = pl.col("_in_tb").shift(1).over(rk).fill_null(False)
