@@ -152,6 +152,7 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "user_line": (I32, "its line"),
             "user_function": (Str, "its function"),
             "user_code": (Str, "source text of that line, when the traceback shows it"),
+            "raise_code": (Str, "source text of the innermost frame's line (the statement that raised), when shown"),
             "torch_function": (Str, "innermost torch frame's function"),
             "torch_file": (Str, "innermost torch frame's file (relative to site-packages when possible)"),
             "frames": (I32, "number of traceback frames"),
@@ -246,8 +247,10 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "lineno": (I64, "its line"),
             "signals": (Str, "the evidence, comma-separated: exit_code, signal, timed_out, interrupted, exception, "
                              "cut_traceback, cpp_error, terminate, compiler_error, fatal_signal, device_assert, "
-                             "failed_compile, incomplete_compile, torch_error_footer, test_failed"),
-            "what": (Str, "what failed, one line: the last exception, else the first error line, else how it ended"),
+                             "failed_compile, incomplete_compile, torch_error_footer, test_failed, debugger_abort"),
+            "what": (Str, "what failed, one line: the last exception (a bare assert: the assert statement), else the "
+                          "first error line, else how it ended"),
+            "text": (Str, "the log line at path:lineno, without its prefix (null when the failure has no line)"),
             "exc_type": (Str, "exception type of `what`, when it is an exception"),
             "phase": (Str, "phase it failed in (aoti_trace.vocabulary.PHASES)"),
             "phase_source": (Str, "what decided the phase"),

@@ -134,6 +134,9 @@ _ROUTES: list[tuple[str, str | None, str | None]] = [
     # the C++/CUDA/Triton build of the generated code
     ("build", None, r"(?:_inductor/(?:cpp_builder|codecache|async_compile|compile_worker/\w+|runtime/compile_tasks)"
                     r"|utils/cpp_extension|triton/compiler/\w+|triton/backends/\w+/compiler)\.py$"),
+    # a template kernel's code generation in select_algorithm is lowering, not the benchmark of its choices
+    ("lowering", r"^(?:def_kernel|generate|make_kernel_render|render|store_output|load_input|modification)$",
+     r"_inductor/select_algorithm\.py$"),
     # autotuning: Inductor's Python runtime runs only to benchmark kernel choices under AOTI
     ("autotune", None, r"(?:_inductor/(?:select_algorithm|autotune_process|runtime/\w+)|triton/runtime/autotuner)\.py$"),
     # Inductor lowering, scheduling, code generation

@@ -302,7 +302,7 @@ def evidence_of(frame: str, row: dict, leaf: Leaf | None) -> Evidence:
     elif frame == "damage":
         text = f"{row.get('kind')}: {row.get('detail')}"
     elif frame == "failures":
-        text = str(row.get("what") or "")
+        text = str(row.get("text") or row.get("what") or "")
     else:
         text = str(row)
     lineno = row.get("lineno")

@@ -37,10 +37,12 @@ TYPE_PHASES: list[tuple[str, re.Pattern]] = [
                          r"|\bnvcc\b|\bptxas\b|\bcl\.exe\b|\bg\+\+|\bclang")),
     ("export", re.compile(r"torch\._dynamo\.exc\.|\bUnsupported\b|\bUserError\b|GuardOnDataDependentSymNode"
                           r"|SpecViolationError|SerializeError|ExportError"
-                          r"|ConstraintViolationError|torch\.export|TorchRuntimeError|\bdynamo\b")),
+                          r"|ConstraintViolationError|torch\.export|TorchRuntimeError|\bdynamo\b"
+                          r"|ProxyTorchDispatchMode|proxy_tensor")),
     ("compile", re.compile(r"BackendCompilerFailed|InductorError|torch\._inductor|AOTInductor|\bInductor\b")),
 ]
 TEXT_PHASES_RE = [(phase, re.compile(pattern)) for phase, pattern in TEXT_PHASES]
+PATTERN_CI_EXIT = re.compile(PATTERNS["ci_exit"])  # applied to one matched line
 ERROR_KINDS = ("cpp_error", "aoti_torch_exception", "compiler_diagnostic")
 
 
@@ -83,8 +85,11 @@ def failures_frame(frames: Frames) -> pl.DataFrame:
     compiles = _by_run(frames["compiles"].select("run_id", "path", "lineno", "status", "fail_type", "fail_reason",
                                                  "user_frame", "api"))
     lines = frames["lines"]
+    ci_exit = _first_match(lines, PATTERNS["ci_exit"])
+    aborts = _by_run(_first_match(lines, PATTERNS["gdb_abort"]))
+    worded = _by_run(_last_worded_before(lines, ci_exit))
     errors = _by_run(
-        lines.filter(pl.col("kind").is_in(ERROR_KINDS))
+        lines.filter(pl.col("kind").is_in(ERROR_KINDS) & ~pl.col("text").str.contains(PATTERNS["ci_exit"]))
         .group_by("run_id", "kind", maintain_order=True).agg(pl.all().first())
         .select("run_id", "kind", "path", "lineno", "text")
     )
@@ -92,7 +97,8 @@ def failures_frame(frames: Frames) -> pl.DataFrame:
     tests = _by_run(_first_match(lines, PATTERNS["test_failed"]))
     hints: dict[str, str] = {}
     if lines.height:
-        cand = lines.filter(pl.col("kind").is_in(("cpp_error", "terminate", "exception", "aoti_torch_exception")))
+        cand = lines.filter(pl.col("kind").is_in(("cpp_error", "terminate", "exception", "aoti_torch_exception"))
+                            | pl.col("text").str.contains(PATTERNS["gdb_frame"]))
         for phase, pattern in TEXT_PHASES:
             hit = cand.filter(pl.col("text").str.contains(pattern)).get_column("run_id").unique().to_list()
             for rid in hit:
@@ -101,12 +107,30 @@ def failures_frame(frames: Frames) -> pl.DataFrame:
     for run in runs:
         row = _failure(run, process.get(run, []), excs.get(run, []), faults.get(run, []), asserts.get(run, []),
                        compiles.get(run, []), errors.get(run, []), hints.get(run),
-                       footers.get(run, []) + tests.get(run, []))
+                       footers.get(run, []) + tests.get(run, []), _by_run(ci_exit).get(run, []), worded.get(run, []),
+                       aborts.get(run, []))
         if row is not None:
             rows.append(row)
     if not rows:
         return empty("failures")
-    return conform("failures", pl.DataFrame(rows, infer_schema_length=None))
+    found = conform("failures", pl.DataFrame(rows, infer_schema_length=None))
+    if lines.height:  # the log line as written, for evidence
+        found = (found.join(lines.select("run_id", "path", "lineno", pl.col("text").alias("_line")),
+                            on=["run_id", "path", "lineno"], how="left", nulls_equal=False)
+                 .with_columns(pl.coalesce("text", "_line").alias("text")).drop("_line"))
+    return found
+
+
+def _last_worded_before(lines: pl.DataFrame, ci_exit: pl.DataFrame, window: int = 40) -> pl.DataFrame:
+    """Per run, the last line within ``window`` lines above a CI exit line that says in words what went wrong."""
+    if ci_exit.height == 0:
+        return ci_exit
+    out = (lines.join(ci_exit.select("run_id", "path", pl.col("lineno").alias("_exit")), on=["run_id", "path"])
+           .filter(pl.col("lineno").is_between(pl.col("_exit") - window, pl.col("_exit") - 1)
+                   & pl.col("kind").is_in(("plain", "exception", "cpp_error", "terminate"))
+                   & pl.col("text").str.contains(PATTERNS["error_words"]))
+           .group_by("run_id", maintain_order=True).agg(pl.col("path", "lineno", "text").last()))
+    return out
 
 
 def _cpp_origin(exc: dict | None) -> str | None:
@@ -150,9 +174,12 @@ def _with_message(lines: pl.DataFrame, footers: pl.DataFrame, window: int = 80) 
 
 
 def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict], asserts: list[dict],
-             compiles: list[dict], errors: list[dict], hint: str | None, reported: list[dict]) -> dict | None:
+             compiles: list[dict], errors: list[dict], hint: str | None, reported: list[dict],
+             ci_exit: list[dict], worded: list[dict], aborts: list[dict]) -> dict | None:
     proc = process[0] if process else {}
     code, sig = proc.get("exit_code"), proc.get("signal")
+    if code is None and ci_exit:  # the CI runner's closing line gives the exit status the log itself does not
+        code = int(PATTERN_CI_EXIT.match(ci_exit[0]["text"])[1])
     timed_out, interrupted = bool(proc.get("timed_out")), bool(proc.get("interrupted"))
     signals: list[str] = []
     if code not in (None, 0):
@@ -185,6 +212,8 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
         signals.append("fatal_signal")
     if asserts:
         signals.append("device_assert")
+    if aborts:
+        signals.append("debugger_abort")
     footer = next((r for r in reported if not r["text"].startswith(("FAILED", "ERROR"))), None)
     failed_test = next((r for r in reported if r["text"].startswith(("FAILED", "ERROR"))), None)
     if footer is not None:
@@ -205,11 +234,16 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
     if complete:
         e = complete[-1]
         msg = _first_line(e.get("message"))
+        if msg in ("", "from user code:") and e.get("raise_code"):  # a bare assert: the statement says what failed
+            msg = e["raise_code"]
+            row["text"] = f"{e['exc_type']}: {msg}"
         row.update(what=f"{e['exc_type']}: {msg}" if msg else e["exc_type"], exc_type=e["exc_type"],
                    path=e["path"], lineno=e["lineno"])
     elif terminate and terminate[0].get("what"):
         t = terminate[0]
-        row.update(what=_first_line(t["what"]), exc_type=t.get("exc_type"), path=t["path"], lineno=t["lineno"])
+        what = _first_line(t["what"])
+        row.update(what=f"{t['exc_type']}: {what}" if t.get("exc_type") else what, exc_type=t.get("exc_type"),
+                   path=t["path"], lineno=t["lineno"], text=f"what():  {what}")  # the line under 'terminate called
     elif errors:
         first = min(errors, key=lambda e: e["lineno"] or 0)
         row.update(what=_first_line(first["text"]), path=first["path"], lineno=first["lineno"])
@@ -230,12 +264,20 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
                    lineno=t["lineno"])
     elif footer is not None:
         row.update(what=footer.get("message") or "a torch.compile / torch.export error (its message is above "
-                        f"torch's footer: '{footer['text'][:60]}')", path=footer["path"], lineno=footer["lineno"])
+                        f"torch's footer: '{footer['text'][:60]}')", path=footer["path"], lineno=footer["lineno"],
+                   text=footer.get("message"))  # the message line above the footer is the evidence
     elif cut:
         e = cut[-1]
         row.update(what="a traceback cut before its exception line" + (
             f" (last frame {e.get('torch_file') or e.get('user_file')} in {e.get('torch_function') or e.get('user_function')})"
             if e.get("torch_file") or e.get("user_file") else ""), path=e["path"], lineno=e["lineno"])
+    elif aborts:
+        a = aborts[0]
+        row.update(what="the process aborted (SIGABRT): a debugger backtrace passes through abort()", path=a["path"],
+                   lineno=a["lineno"])
+    elif worded:
+        w = worded[-1]
+        row.update(what=_first_line(w["text"]), path=w["path"], lineno=w["lineno"])
     elif timed_out:
         row["what"] = f"timed out after {proc.get('duration_s') or '?'} s"
     elif interrupted:

@@ -24,7 +24,7 @@ DECORATIONS: dict[str, str] = {
     # ISO timestamps (GitHub Actions, containerd 'stderr F', Python logging asctime), bracketed or not
     "timestamp": (r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?"
                   r"(?: (?:stdout|stderr) [FP])?(?: [-|])? ?"),
-    "clock": r"\[\d\d:\d\d:\d\d(?:[.,]\d+)?\] ?",
+    "clock": r"\[\d\d:\d\d:\d\d(?:[.,]\d+)?\]:? ?",
     "ci": r"##\[(?:error|warning|notice|debug|info|group|endgroup|section|command)\]",
     "rank": r"\[(?:rank|default)\d+\]:",
     "ray": r"\((?:[\w.]+ )?pid=\d+(?:, ip=[\d.]+)?\) ",
@@ -37,7 +37,9 @@ DECORATIONS: dict[str, str] = {
                 # vLLM / SGLang: 'ERROR 07-23 07:21:49 [core.py:586] '
                 r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]\s]+\] "
                 # a C++ logger's '[20:26:00 /src/main.cpp:51] '
-                r"|\[\d\d:\d\d:\d\d(?:\.\d+)? [^\]\s]+:\d+\] "),
+                r"|\[\d\d:\d\d:\d\d(?:\.\d+)? [^\]\s]+:\d+\] "
+                # ExecuTorch's ET_LOG: '[method.cpp:66] '
+                r"|\[[\w.-]+\.(?:cpp|cc|cxx|c|h|hpp|mm?):\d+\] "),
     # pytest's failure report: 'E       RuntimeError: ...'
     "pytest": r"E(?: {7}| {3})",
     # a log pasted into a Markdown quote ('> Traceback ...'; not a REPL's '>>> ')
@@ -68,8 +70,9 @@ PATTERNS: dict[str, str] = {
     "tb_head": r"^Traceback \(most recent call last\):\s*$",
     "tb_cause": r"^The above exception was the direct cause of the following exception:\s*$",
     "tb_context": r"^During handling of the above exception, another exception occurred:\s*$",
-    "tb_file": r'^  File "[^"]*", line \d+, in ',
-    "tb_frame": r'^  File "(?P<file>[^"]*)", line (?P<line>\d+),? in (?P<func>\S+)',
+    # two spaces of indent as Python prints it; none or more when a paste lost or added some
+    "tb_file": r'^ {0,4}File "[^"]*", line \d+, in ',
+    "tb_frame": r'^ {0,4}File "(?P<file>[^"]*)", line (?P<line>\d+),? in (?P<func>\S+)',
     # ``Type: message`` / ``Type`` / ``Type:`` as Python prints the last line of a traceback
     "exc_line": r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?::(?: .*)?)?$",
     # an exception line without its traceback (a log pasted from its last line, a one-line CI summary): only types
@@ -86,6 +89,20 @@ PATTERNS: dict[str, str] = {
         r"^Set TORCH_LOGS=\\?\"\+dynamo\\?\" and TORCHDYNAMO_VERBOSE=1 for more information"
         r"|^You can suppress this exception and fall back to eager by setting:"
         r"|^The error above occurred when calling torch\.export\.export"
+    ),
+    # the line that introduces a stack printed for information, not a traceback
+    "stack_print": r"(?:\bFound from :|^Stack \(most recent call last\):|^from user code:)\s*$",
+    # a debugger's backtrace (gdb 'bt') through the C library's abort: the process aborted (SIGABRT)
+    "gdb_abort": r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?(?:__GI_)?(?:abort|raise|__pthread_kill\w*) \(",
+    # a debugger's backtrace frame
+    "gdb_frame": r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?\S",
+    # a CI runner's closing line for a failed step (GitHub Actions): an exit status, not the error itself
+    "ci_exit": r"^Error: Process completed with exit code (\d+)\.?\s*$",
+    # a line that says something went wrong in words, without an error type: used only to say *what* failed once
+    # another signal (an exit status) shows that the run failed
+    "error_words": (
+        r"(?i)\b(?:failed to|failed with|cannot|can't|could not|couldn't|unable to|no such file|not found"
+        r"|not registered|not supported|invalid|missing)\b"
     ),
     # a test runner's verdict ('FAILED test_x.py::T::test_y - AssertionError: ...')
     "test_failed": r"^(?:FAILED|ERROR) (?:\[[\d.]+m?s\] )?\S+::\S+",
@@ -266,12 +283,19 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
     seg_tb = (
         pl.when(~pl.col("_ws")).then(pl.col("_tb_head")).otherwise(None).forward_fill().over(rk).fill_null(False)
     )
+    # a stack printed for information ('skipping cudagraphs ... Found from :', logging's 'Stack (most recent call
+    # last):', Dynamo's 'from user code:') lists frames without a traceback: it lasts up to the next line that is
+    # not indented
+    stack_print = (
+        pl.when(pl.col("_msg").str.contains(PATTERNS["stack_print"])).then(True)
+        .when(~pl.col("_ws")).then(False).otherwise(None).forward_fill().over(rk).fill_null(False)
+    )
     df = df.with_columns(
         code_state.alias("_code"), printer_state.alias("_pblock"),
         # a pasted fragment may start inside a traceback: its frame lines and the source line under each still count
-        (seg_tb | (pl.col("_tb_file") & ~pl.col("_glog"))
+        (seg_tb | (pl.col("_tb_file") & ~pl.col("_glog") & ~stack_print)
          | (pl.col("_msg").str.starts_with("    ") & pl.col("_tb_file").shift(1).over(rk).fill_null(False)
-            & ~code_state & ~pl.col("_glog")))
+            & ~code_state & ~pl.col("_glog") & ~stack_print))
         .alias("_in_tb"),
     )
     prev_in_tb = pl.col("_in_tb").shift(1).over(rk).fill_null(False)

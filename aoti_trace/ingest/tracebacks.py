@@ -29,6 +29,8 @@ Frame = tuple[str, int, str, "str | None"]  # file, line, function, source text 
 def innermost(frames: list[Frame]) -> dict:
     """User and torch fields, and the phase, from frames listed outermost first."""
     out: dict = {}
+    if frames and frames[-1][3]:
+        out["raise_code"] = frames[-1][3].strip()
     for file, line, func, code in reversed(frames):
         if "user_file" not in out and is_user(file):
             out.update(user_file=file, user_line=line, user_function=func, user_code=code)
