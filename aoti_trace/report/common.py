@@ -180,6 +180,32 @@ def primary_location(analysis: Analysis, f: Finding) -> Location | None:
     return None
 
 
+def inside(path: str, root: Path | None) -> str | None:
+    """``path`` relative to ``root`` (POSIX) when it lies inside it, else None (relative paths are taken from the
+    working directory)."""
+    if root is None:
+        return None
+    p = Path(path)
+    try:
+        return (p if p.is_absolute() else Path.cwd() / p).resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        return None
+
+
+def repo_location(analysis: Analysis, f: Finding, root: Path | None) -> Location | None:
+    """Where a code-scanning alert or a CI annotation goes (one policy for ``sarif`` and ``github``): the user's
+    call site when it is inside ``root`` (the checkout), else the first evidence line inside ``root`` (a captured
+    log committed or written in the checkout), else :func:`primary_location` (outside ``root``: a viewer may not
+    place it). The log lines stay in the related locations either way."""
+    user = user_location(analysis, f)
+    if user is not None and inside(user.path, root) is not None:
+        return user
+    for ev in f.evidence:
+        if ev.path and ev.path != "-" and inside(ev.path, root) is not None:
+            return Location(ev.path, ev.line, "evidence")
+    return primary_location(analysis, f)
+
+
 # ---------------------------------------------------------------------------------------- log excerpts
 def context_lines(path: str | None, line: int | None, radius: int = 3) -> list[tuple[int, str]]:
     """(lineno, text) around ``line`` of a captured text log; empty when unreadable."""
