@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from aoti_trace.analysis import Analysis, analyze
 from aoti_trace.findings import SEVERITIES
 from aoti_trace.ingest.trace import read_payload
-from aoti_trace.report import FORMATS, mdlite, render
+from aoti_trace.report import FORMATS, render
+from aoti_trace.report.html import markdown_to_html
 from aoti_trace.report.common import guide_file, repo_location
 from aoti_trace.report.json import DOCUMENT_SCHEMA, RUN_SCHEMA, document_schema, finding_schema
 
@@ -231,7 +232,8 @@ def test_markdown(key):
 # ------------------------------------------------------------------------------------------------ html
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "main", "section", "footer", "div",
                 "span", "h1", "h2", "h3", "h4", "h5", "h6", "p", "table", "tr", "th", "td", "code", "pre", "ul",
-                "ol", "li", "strong", "em", "a", "b", "mark", "details", "summary", "dl", "dt", "dd", "br"}
+                "ol", "li", "strong", "em", "a", "b", "mark", "details", "summary", "dl", "dt", "dd", "br", "hr",
+                "blockquote"}
 
 
 class TagCollector(HTMLParser):
@@ -341,15 +343,16 @@ def test_html_no_findings():
     assert "No problem found." in out and 'id="findings"' not in out
 
 
-# ---------------------------------------------------------------------------------------------- mdlite
-MD_TAGS = {"h1", "h2", "h3", "h4", "h5", "h6", "p", "pre", "code", "ul", "ol", "li", "strong", "em", "a"}
+# ------------------------------------------------------------------------------- markdown (markdown-it-py)
+MD_TAGS = {"h1", "h2", "h3", "h4", "h5", "h6", "p", "pre", "code", "ul", "ol", "li", "strong", "em", "a", "hr",
+           "blockquote", "br"}
 GUIDES = sorted((REPO / "rules" / "guides").rglob("*.md"))
 
 
 @pytest.mark.parametrize("guide", GUIDES, ids=lambda p: p.parent.name + "/" + p.name)
-def test_mdlite_renders_real_guides(guide):
+def test_markdown_html_renders_real_guides(guide):
     md = guide.read_text(encoding="utf-8")
-    out = mdlite.to_html(md)
+    out = markdown_to_html(md)
     p = parse(out)
     assert {t for t, _ in p.tags} <= MD_TAGS
     fences = len(re.findall(r"^\s*```", md, re.M))
@@ -360,8 +363,8 @@ def test_mdlite_renders_real_guides(guide):
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("ab <>&\"'`*#-1.[]()\n:/h\t")), max_size=200))
-def test_mdlite_never_passes_markup_through(md):
-    out = mdlite.to_html(md)
+def test_markdown_html_never_passes_markup_through(md):
+    out = markdown_to_html(md)
     p = parse(out)
     for tag, attrs in p.tags:
         assert tag in MD_TAGS
@@ -372,8 +375,8 @@ def test_mdlite_never_passes_markup_through(md):
     assert md.count("<") <= out.count("&lt;")
 
 
-def test_mdlite_links_and_escapes():
-    out = mdlite.to_html("[x](javascript:alert(1)) [y](https://e.org/?a=1&b=2) `<b>` **`k`**")
+def test_markdown_html_links_and_escapes():
+    out = markdown_to_html("[x](javascript:alert(1)) [y](https://e.org/?a=1&b=2) `<b>` **`k`**")
     assert "<a" in out and 'href="https://e.org/?a=1&amp;b=2"' in out
     assert "javascript:" in out and out.count("<a ") == 1
     assert "<code>&lt;b&gt;</code>" in out and "<strong><code>k</code></strong>" in out

@@ -2,7 +2,8 @@
 
 No network and no script: inline CSS only, and a Content-Security-Policy (``default-src 'none'``) that makes the
 browser refuse any load. Every piece of log, trace, code and rule text goes through :func:`html.escape` (guides
-and remedies through the escaping markdown subset of :mod:`aoti_trace.report.mdlite`).
+and remedies through :func:`markdown_to_html`: CommonMark by markdown-it-py with raw HTML, images and autolinks
+off, only ``http(s)`` links).
 
 Sections: header (with the note that the report contains model code and logs), the primary diagnosis (evidence
 with the failing log line highlighted in its context, the user's source frame, generated code around the failing
@@ -12,12 +13,12 @@ timeline of compile phases (from the trace's chromium events) and the run summar
 
 from __future__ import annotations
 
+import functools
 from html import escape
 from typing import TYPE_CHECKING
 
 from aoti_trace import __version__
 from aoti_trace.findings import SEVERITIES
-from aoti_trace.report import mdlite
 from aoti_trace.report.common import (
     TEXT_SOURCES,
     Timeline,
@@ -105,6 +106,27 @@ footer { color:var(--muted); font-size:12px; margin-top:30px; }
 """
 
 
+
+@functools.lru_cache(maxsize=1)
+def _markdown():  # type: ignore[no-untyped-def]
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False}).disable(["image", "autolink", "html_block", "html_inline"])
+    md.validateLink = lambda url: url.lower().startswith(("http://", "https://"))
+
+    def link_open(renderer, tokens, idx, options, env):  # type: ignore[no-untyped-def]  # bound to the renderer
+        tokens[idx].attrSet("rel", "noreferrer noopener")
+        return renderer.renderToken(tokens, idx, options, env)
+
+    md.add_render_rule("link_open", link_open)
+    return md
+
+
+def markdown_to_html(text: str) -> str:
+    """A guide or remedy (CommonMark) as HTML. Raw HTML in it is shown as text (escaped), images and autolinks are
+    off, and only ``http``/``https`` links become ``<a>`` elements (never loaded by the report itself)."""
+    return _markdown().render(text.replace("\x00", ""))
+
 def _sev(f: Finding) -> str:
     return f'<span class="badge {f.severity}">{escape(f.severity.upper())}</span>'
 
@@ -157,7 +179,7 @@ def _card(analysis: Analysis, f: Finding, primary: bool) -> str:
             parts.append(f'<h3>Generated code ({escape(view.why)})</h3><div class="loc muted"><code>{escape(at)}'
                          f"</code> &mdash; from {escape(view.origin)}</div>" + _src_table(view.lines, view.focus))
     if f.remedy.strip():
-        parts.append("<h3>Fix</h3>" + mdlite.to_html(f.remedy))
+        parts.append("<h3>Fix</h3>" + markdown_to_html(f.remedy))
     rerun = f.rerun
     if rerun:
         parts.append(f"<h3>Rerun to confirm</h3><pre><code>{escape(rerun)}</code></pre>")
@@ -169,7 +191,7 @@ def _card(analysis: Analysis, f: Finding, primary: bool) -> str:
         text = guide_text(f)
         if text:
             parts.append(f'<details class="guide"{" open" if primary else ""}><summary>Guide: <code>{escape(guide)}'
-                         f'</code></summary>{mdlite.to_html(text)}</details>')
+                         f'</code></summary>{markdown_to_html(text)}</details>')
         else:
             parts.append(f'<p class="guide">Guide: <code>{escape(guide)}</code></p>')
     parts.append("</div>")
