@@ -44,7 +44,9 @@ def progress(message: str):
 
 
 def summary_line(analysis) -> str:
-    counts = ", ".join(f"{sum(f.severity == s for f in analysis.findings)} {s}" for s in SEVERITIES)
+    from aoti_trace.report.common import severity_counts
+
+    counts = severity_counts(analysis.findings)
     primary = analysis.primary
     return f"aoti-trace: {counts}" + (f"; primary: {primary.rule_id} {primary.rule_name}" if primary else "")
 
@@ -68,6 +70,8 @@ def write_output(text: str, output: Path | None, color: bool = False) -> None:
 @format_option(FORMATS, "text")
 @out_option("write the report here instead of stdout", aliases=("--output",))
 @click.option("--html", "html_path", type=click.Path(path_type=Path), help="also write a self-contained HTML report")
+@click.option("--perfetto", "perfetto_path", type=click.Path(path_type=Path), metavar="FILE",
+              help="also write the trace's chromium events as Chrome Trace Event JSON (open it in ui.perfetto.dev)")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True,
               help="exit 1 when a finding at or above this severity exists")
 @click.option("--color", "color", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
@@ -79,7 +83,7 @@ def write_output(text: str, output: Path | None, color: bool = False) -> None:
               help="SARIF automationDetails.id (the code-scanning category)  [default: aoti-trace]")
 @click.pass_context
 def analyze_cmd(ctx: click.Context, paths, stderr, stdout, exit_code, rules_paths, no_builtin_rules, fmt, out,
-                html_path, fail_on, color, source_root, sarif_category) -> None:
+                html_path, perfetto_path, fail_on, color, source_root, sarif_category) -> None:
     """Diagnose PATHs: TORCH_TRACE folders or files, capture folders, .pt2 packages, or any folder."""
     from aoti_trace.analysis import analyze
     from aoti_trace.report import render
@@ -95,6 +99,13 @@ def analyze_cmd(ctx: click.Context, paths, stderr, stdout, exit_code, rules_path
                         sarif_category=sarif_category), output, colored)
     if html_path is not None:
         write_output(render(analysis, "html"), html_path)
+    if perfetto_path is not None:
+        from aoti_trace.report.chrome_trace import export_chrome_trace
+
+        other = export_chrome_trace(analysis.frames, perfetto_path)
+        click.echo(f"aoti-trace: {other['events']} chromium events written to {perfetto_path}"
+                   + (f" ({other['skipped']} unreadable skipped)" if other["skipped"] else "")
+                   + ("" if other["events"] else " (no TORCH_TRACE chromium events in the input)"), err=True)
     if fmt != "text" or output is not None:  # the report went elsewhere: a one-line summary for the person / CI log
         click.echo(summary_line(analysis), err=True)
     ctx.exit(exit_code_for(analysis.findings, fail_on))
