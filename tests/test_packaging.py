@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import pytest
-
-tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from aoti_trace.report.json import SCHEMA_FILE, SCHEMA_ID, document_schema, schema_text
 
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
