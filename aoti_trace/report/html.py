@@ -18,7 +18,6 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from aoti_trace import __version__
-from aoti_trace.findings import SEVERITIES
 from aoti_trace.report.common import (
     TEXT_SOURCES,
     Timeline,
@@ -28,6 +27,7 @@ from aoti_trace.report.common import (
     guide_display,
     guide_text,
     primary_location,
+    severity_counts,
     split_highlights,
     timelines,
     user_location,
@@ -282,13 +282,36 @@ def _runs(analysis: Analysis) -> str:
     return "".join(out)
 
 
+def summary_html(analysis: Analysis) -> str:
+    """The report's summary as an HTML fragment (no page, no stylesheet, nothing loaded): what a notebook shows for
+    an :class:`~aoti_trace.analysis.Analysis` (its ``_repr_html_``). The title, the counts, the primary finding's
+    message, remedy and rerun command, and the findings table; all log text escaped."""
+    primary = analysis.primary
+    title = f"aoti-trace: {primary.title}" if primary else (
+        "aoti-trace: findings" if analysis.findings else "aoti-trace: no problem found")
+    runs = ", ".join(r.run_id for r in analysis.runs) or "none"
+    parts = [f'<div class="aoti-trace-summary"><h3>{escape(title)}</h3>'
+             f"<p>{escape(severity_counts(analysis.findings))} &middot; runs: {escape(runs)}</p>"]
+    if primary is not None:
+        parts.append(f"<p><b>{escape(primary.rule_id)} {escape(primary.rule_name)}</b>: "
+                     f"{escape(primary.message.strip())}</p>")
+        if primary.remedy.strip():
+            parts.append(markdown_to_html(primary.remedy))
+        if primary.rerun:
+            parts.append(f"<p>Rerun to confirm:</p><pre><code>{escape(primary.rerun)}</code></pre>")
+    if analysis.findings:
+        parts.append(_findings_table(analysis))
+    parts.append("<p><i>The full report: <code>render(analysis, \"html\")</code> or "
+                 "<code>aoti-trace analyze PATH --html report.html</code>.</i></p></div>")
+    return "".join(parts)
+
+
 def render_html(analysis: Analysis) -> str:
     primary = analysis.primary
-    counts = {s: sum(f.severity == s for f in analysis.findings) for s in SEVERITIES}
     title = f"aoti-trace: {primary.title}" if primary else "aoti-trace report"
     runs = ", ".join(r.run_id for r in analysis.runs) or "none"
     body = [f"<header><h1>{escape(title)}</h1><p class=\"meta\">aoti-trace {escape(__version__)} &middot; runs: "
-            f"{escape(runs)} &middot; " + ", ".join(f"{n} {s}" for s, n in counts.items()) + "</p></header>",
+            f"{escape(runs)} &middot; " + escape(severity_counts(analysis.findings)) + "</p></header>",
             '<div class="note"><b>Contains model code and logs.</b> This report embeds excerpts of the analysed '
             "logs, traces and generated code (file paths, model structure, kernel source). Review it before "
             "sharing it outside your organisation.</div>", "<main>"]
