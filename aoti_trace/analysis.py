@@ -35,6 +35,12 @@ class Analysis:
         """The root-cause finding, if any finding has severity error."""
         return next((f for f in self.findings if f.primary), None)
 
+    def _repr_html_(self) -> str:
+        """Jupyter's display of ``aoti_trace.analyze(path)``: the HTML report's summary."""
+        from aoti_trace.report.html import summary_html
+
+        return summary_html(self)
+
 
 def build_frames(runs: list[RunInputs]) -> Frames:
     """Parse every input of every run into one set of frames keyed by ``run_id``."""

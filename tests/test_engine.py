@@ -498,9 +498,9 @@ def test_cli_lint_and_test_on_seed_rules(runner, seed_rules):
     res = runner.invoke(cli, ["rules", "test", str(seed_rules), "--no-fixtures"])
     assert res.exit_code == 0, res.output
     assert "AOTI-E001" in res.output and "TP" in res.output
-    res = runner.invoke(cli, ["rules", "list", "--rules", str(seed_rules)])
+    res = runner.invoke(cli, ["rules", "list", "--rules", str(seed_rules), "--no-builtin-rules"])
     assert res.exit_code == 0 and "input-dtype-mismatch" in res.output
-    res = runner.invoke(cli, ["rules", "show", "AOTI-E001", "--rules", str(seed_rules)])
+    res = runner.invoke(cli, ["rules", "show", "AOTI-E001", "--rules", str(seed_rules), "--no-builtin-rules"])
     assert res.exit_code == 0 and "## Fix" in res.output
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from aoti_trace.cli import cli
+from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
 from aoti_trace.errors import ReportError
 from aoti_trace.findings import SEVERITIES
 from aoti_trace.report import FORMATS
@@ -43,7 +44,9 @@ def progress(message: str):
 
 
 def summary_line(analysis) -> str:
-    counts = ", ".join(f"{sum(f.severity == s for f in analysis.findings)} {s}" for s in SEVERITIES)
+    from aoti_trace.report.common import severity_counts
+
+    counts = severity_counts(analysis.findings)
     primary = analysis.primary
     return f"aoti-trace: {counts}" + (f"; primary: {primary.rule_id} {primary.rule_name}" if primary else "")
 
@@ -63,19 +66,24 @@ def write_output(text: str, output: Path | None, color: bool = False) -> None:
 @click.option("--stderr", "stderr", type=str, help="captured stderr file, or - for standard input")
 @click.option("--stdout", "stdout", type=click.Path(path_type=Path), help="captured stdout file")
 @click.option("--exit-code", "exit_code", help="how the process ended: -11, 139 or SIGSEGV")
-@click.option("--rules", "rules_path", type=click.Path(path_type=Path), help="rule folder (default: the built-in library)")
-@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="write the report here instead of stdout")
+@rules_options
+@format_option(FORMATS, "text")
+@out_option("write the report here instead of stdout", aliases=("--output",))
 @click.option("--html", "html_path", type=click.Path(path_type=Path), help="also write a self-contained HTML report")
+@click.option("--perfetto", "perfetto_path", type=click.Path(path_type=Path), metavar="FILE",
+              help="also write the trace's chromium events as Chrome Trace Event JSON (open it in ui.perfetto.dev)")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True,
               help="exit 1 when a finding at or above this severity exists")
 @click.option("--color", "color", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
               help="colour the text report (auto: only on a terminal, off with NO_COLOR)")
 @click.option("--source-root", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="SARIF: make paths under this folder repository-relative (default: the working directory)")
+              help="sarif, github: make paths under this folder repository-relative and place each finding "
+                   "inside it when it can (default: the working directory)")
+@click.option("--sarif-category", default=None, metavar="NAME",
+              help="SARIF automationDetails.id (the code-scanning category)  [default: aoti-trace]")
 @click.pass_context
-def analyze_cmd(ctx: click.Context, paths, stderr, stdout, exit_code, rules_path, fmt, output, html_path, fail_on,
-                color, source_root) -> None:
+def analyze_cmd(ctx: click.Context, paths, stderr, stdout, exit_code, rules_paths, no_builtin_rules, fmt, out,
+                html_path, perfetto_path, fail_on, color, source_root, sarif_category) -> None:
     """Diagnose PATHs: TORCH_TRACE folders or files, capture folders, .pt2 packages, or any folder."""
     from aoti_trace.analysis import analyze
     from aoti_trace.report import render
@@ -83,12 +91,21 @@ def analyze_cmd(ctx: click.Context, paths, stderr, stdout, exit_code, rules_path
     if not paths and stderr is None and stdout is None:
         raise click.UsageError("give at least one PATH, or --stderr FILE|-")
     with progress("aoti-trace: parsing logs and evaluating rules..."):
-        analysis = analyze(list(paths), stderr=stderr, stdout=stdout, exit_code=exit_code, rules_path=rules_path)
+        analysis = analyze(list(paths), stderr=stderr, stdout=stdout, exit_code=exit_code,
+                           rules_path=ruleset(rules_paths, no_builtin_rules))
+    output = out
     colored = fmt == "text" and use_color(color, output)
-    write_output(render(analysis, fmt, color=colored,
-                        source_root=source_root if source_root is not None else Path.cwd()), output, colored)
+    write_output(render(analysis, fmt, color=colored, source_root=source_root if source_root is not None else Path.cwd(),
+                        sarif_category=sarif_category), output, colored)
     if html_path is not None:
         write_output(render(analysis, "html"), html_path)
+    if perfetto_path is not None:
+        from aoti_trace.report.chrome_trace import export_chrome_trace
+
+        other = export_chrome_trace(analysis.frames, perfetto_path)
+        click.echo(f"aoti-trace: {other['events']} chromium events written to {perfetto_path}"
+                   + (f" ({other['skipped']} unreadable skipped)" if other["skipped"] else "")
+                   + ("" if other["events"] else " (no TORCH_TRACE chromium events in the input)"), err=True)
     if fmt != "text" or output is not None:  # the report went elsewhere: a one-line summary for the person / CI log
         click.echo(summary_line(analysis), err=True)
     ctx.exit(exit_code_for(analysis.findings, fail_on))

@@ -1,7 +1,8 @@
-"""`aoti-trace frames PATH [--out DIR] [--format parquet|ndjson|csv]`: dump the parsed frames.
+"""`aoti-trace frames PATH... [-o DIR] [-f parquet|ndjson|csv]`: dump the parsed frames.
 
 Without ``--out`` prints one line per frame with its row count. With ``--out`` writes one file per non-empty frame
-(``<DIR>/<frame>.<ext>``). Frames are flat (no nested columns), so every format can hold them.
+(``<DIR>/<frame>.<ext>``) and names the empty frames it left out on stderr. Frames are flat (no nested columns), so
+every format can hold them.
 """
 
 from __future__ import annotations
@@ -11,18 +12,19 @@ from pathlib import Path
 import click
 
 from aoti_trace.cli import cli
+from aoti_trace.cli.options import format_option, out_option
 from aoti_trace.errors import ReportError
 from aoti_trace.frames import FRAME_NAMES, Frames
 
 EXTENSIONS = {"parquet": "parquet", "ndjson": "ndjson", "csv": "csv"}
 
 
-def build(path: str) -> Frames:
-    """Frames of everything found under ``path`` (the same discovery and parsing as ``analyze``)."""
+def build(paths: list[str]) -> Frames:
+    """Frames of everything found under ``paths`` (the same discovery and parsing as ``analyze``)."""
     from aoti_trace.analysis import build_frames
     from aoti_trace.discover import discover
 
-    runs = discover([path])
+    runs = discover(list(paths))
     try:
         return build_frames(runs)
     except ImportError as exc:  # an ingest module not landed yet: the trace frames still work
@@ -57,12 +59,12 @@ def write_frames(frames: Frames, out: Path, fmt: str) -> list[Path]:
 
 
 @cli.command("frames")
-@click.argument("path", type=click.Path(path_type=str))
-@click.option("--out", "out", type=click.Path(path_type=Path), default=None, help="write one file per frame here")
-@click.option("--format", "fmt", type=click.Choice(sorted(EXTENSIONS)), default="parquet", show_default=True)
-def frames_command(path: str, out: Path | None, fmt: str) -> None:
-    """Parse PATH into frames; print row counts, or write them to --out."""
-    frames = build(path)
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@out_option("write one file per non-empty frame into this folder", file_okay=False)
+@format_option(sorted(EXTENSIONS), "parquet")
+def frames_command(paths: tuple[str, ...], out: Path | None, fmt: str) -> None:
+    """Parse PATHs into frames; print row counts, or write them to --out."""
+    frames = build(list(paths))
     if out is None:
         width = max(len(n) for n in FRAME_NAMES)
         for name in FRAME_NAMES:
@@ -70,3 +72,6 @@ def frames_command(path: str, out: Path | None, fmt: str) -> None:
         return
     for target in write_frames(frames, out, fmt):
         click.echo(str(target))
+    empty = [name for name in FRAME_NAMES if frames[name].is_empty()]
+    if empty:
+        click.echo(f"aoti-trace: {len(empty)} empty frames not written: {', '.join(empty)}", err=True)

@@ -7,13 +7,15 @@ import json
 import click
 
 from aoti_trace.cli import cli
+from aoti_trace.cli.analyze import write_output
+from aoti_trace.cli.options import format_option, out_option
 
 
 @cli.command("inspect")
 @click.argument("package", type=click.Path(dir_okay=True, path_type=str))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: tables; json: the PackageInfo record (schema aoti-trace.package/v1)")
-def inspect_cmd(package: str, fmt: str) -> None:
+@format_option(["text", "json"], "text", help="text: tables; json: the PackageInfo record (schema aoti-trace.package/v1)")
+@out_option("write the result here instead of stdout")
+def inspect_cmd(package: str, fmt: str, out) -> None:
     """Inspect a .pt2 package: device metadata, inputs, constants, weights, custom ops, kernels."""
     from aoti_trace import host as host_mod
     from aoti_trace.ingest.package import compare_with_host, inspect_package
@@ -26,9 +28,9 @@ def inspect_cmd(package: str, fmt: str) -> None:
         data["host"] = h.to_dict()
         for m in data["models"]:
             m["host_issues"] = [i.model_dump(mode="json") for i in derived[m["name"]]]
-        click.echo(json.dumps(data, indent=2))
+        write_output(json.dumps(data, indent=2) + "\n", out)
         return
-    click.echo(render_text(info, derived, h), nl=False)
+    write_output(render_text(info, derived, h), out)
 
 
 def render_text(info, derived, h) -> str:

@@ -2,30 +2,30 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import click
 
 from aoti_trace.capture import CaptureFailed, default_out_dir, parse_env_assignments
 from aoti_trace.cli import cli
 from aoti_trace.cli.analyze import FORMATS
+from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
 from aoti_trace.cli.run import CONTEXT, _render, _say
 from aoti_trace.errors import CaptureError
 from aoti_trace.minify import DEFAULT_BUDGET_S
 
 
 @cli.command("minify", context_settings=CONTEXT)
-@click.option("--out", type=click.Path(path_type=Path), help="output folder (default: ./aoti-trace-out/<timestamp>)")
+@out_option("output folder (default: ./aoti-trace-out/<timestamp>)", file_okay=False)
 @click.option("--budget", type=float, default=DEFAULT_BUDGET_S, show_default=True,
               help="seconds the minifier may run; when they run out, its last checkpoint is the repro")
 @click.option("--timeout", type=float, help="seconds before the command (and the repro's run) is ended")
 @click.option("--env", "env", multiple=True, metavar="K=V", help="extra variable for the command (repeatable)")
 @click.option("--echo", is_flag=True, help="stream the commands' own output to stderr")
-@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
-@click.option("--rules", "rules_path", type=click.Path(path_type=Path), help="rule folder (default: the built-in library)")
+@format_option(FORMATS, "text")
+@rules_options
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
-def minify_cmd(ctx: click.Context, out, budget, timeout, env, echo, fmt, rules_path, cmd) -> None:
+def minify_cmd(ctx: click.Context, out, budget, timeout, env, echo, fmt, rules_paths, no_builtin_rules, cmd) -> None:
     """Rerun CMD with PyTorch's AOTI minifier dump on, shrink the failing graph, and check the minimal repro.
 
     \b
@@ -40,6 +40,7 @@ def minify_cmd(ctx: click.Context, out, budget, timeout, env, echo, fmt, rules_p
     """
     from aoti_trace.minify import minify
 
+    rules_path = ruleset(rules_paths, no_builtin_rules)
     out = out or default_out_dir()
     if budget <= 0:
         raise CaptureError(f"--budget must be positive, got {budget:g}")

@@ -1,6 +1,9 @@
 """`aoti-trace rules`: list, show, lint, test and scaffold rules.
 
-Exit codes: 0 all good, 1 lint problems / failing examples or fixture cases, 2 the rules cannot be loaded.
+Every subcommand takes ``--rules DIR`` (repeatable; also ``$AOTI_TRACE_RULES``), added to the built-in library,
+and ``--no-builtin-rules``. ``lint`` and ``test`` also take one positional PATH: that folder or file alone (a
+maintainer checking one library). Exit codes: 0 all good, 1 lint problems / failing examples or fixture cases,
+2 the rules cannot be loaded.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from pathlib import Path
 import click
 
 from aoti_trace.cli import cli
+from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
 from aoti_trace.findings import FAMILIES
 
 # suggested id letter per family (docs/rule-format.md)
@@ -21,16 +25,25 @@ FAMILY_LETTER = {
     "autotune_error": "T", "environment": "V", "export_error": "X", "log_damage": "Y",
 }
 
-RULES_OPTION = click.option(
-    "--rules", "rules_path", type=click.Path(path_type=Path), default=None,
-    help="rules folder or file (default: the bundled rules)",
-)
+RULES_OPTION = rules_options
 
 
-def _load(path: Path | None):  # type: ignore[no-untyped-def]
+def _load(path=None, rules_paths=(), no_builtin_rules: bool = False):  # type: ignore[no-untyped-def]
+    """PATH alone when given, else the built-in library plus the --rules folders."""
     from aoti_trace.engine import load_rules
 
-    return load_rules(path)
+    if path is not None:
+        if rules_paths or no_builtin_rules:
+            from aoti_trace.errors import RuleError
+
+            raise RuleError("give either PATH (that folder alone) or --rules/--no-builtin-rules, not both")
+        return load_rules(path)
+    return load_rules(ruleset(rules_paths, no_builtin_rules))
+
+
+def _folders(rs) -> str:  # type: ignore[no-untyped-def]
+    roots = sorted({str(rs.root), *(str(r) for r in rs.roots.values())})
+    return ", ".join(roots)
 
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
@@ -48,22 +61,22 @@ def rules_group() -> None:
 
 @rules_group.command("list")
 @RULES_OPTION
-def list_cmd(rules_path: Path | None) -> None:
+def list_cmd(rules_paths, no_builtin_rules: bool) -> None:
     """Table of the rules: id, name, family, severity, role, status."""
-    rs = _load(rules_path)
+    rs = _load(None, rules_paths, no_builtin_rules)
     rows = [[r.id, r.name, r.family, r.severity, r.role, r.status] for r in sorted(rs.rules, key=lambda r: r.id)]
     click.echo(_table(rows, ["id", "name", "family", "severity", "role", "status"]))
-    click.echo(f"\n{len(rows)} rules in {rs.root}")
+    click.echo(f"\n{len(rows)} rules in {_folders(rs)}")
 
 
 @rules_group.command("show")
 @click.argument("rule_id")
 @RULES_OPTION
-def show_cmd(rule_id: str, rules_path: Path | None) -> None:
+def show_cmd(rule_id: str, rules_paths, no_builtin_rules: bool) -> None:
     """Print one rule (by id or name): its file, remedy and guide."""
     from aoti_trace.errors import RuleError
 
-    rs = _load(rules_path)
+    rs = _load(None, rules_paths, no_builtin_rules)
     rule = rs.get(rule_id)
     if rule is None:
         raise RuleError(f"no rule {rule_id!r}; see `aoti-trace rules list`")
@@ -86,12 +99,13 @@ def show_cmd(rule_id: str, rules_path: Path | None) -> None:
 
 @rules_group.command("lint")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
+@RULES_OPTION
 @click.pass_context
-def lint_cmd(ctx: click.Context, path: Path | None) -> None:
+def lint_cmd(ctx: click.Context, path: Path | None, rules_paths, no_builtin_rules: bool) -> None:
     """Check rules: schema, ids, regex dialects, captures, placeholders, guides, examples. Exit 0/1/2."""
     from aoti_trace.engine.lint import lint
 
-    rs = _load(path)
+    rs = _load(path, rules_paths, no_builtin_rules)
     problems = lint(rs)
     for p in problems:
         click.echo(str(p))
@@ -106,12 +120,14 @@ def lint_cmd(ctx: click.Context, path: Path | None) -> None:
               help="fixture cases folder (default: fixtures/cases next to the rules folder, if any)")
 @click.option("--no-fixtures", is_flag=True, help="run the inline examples only")
 @click.option("-v", "--verbose", is_flag=True, help="list every example, not only failures")
+@RULES_OPTION
 @click.pass_context
-def test_cmd(ctx: click.Context, path: Path | None, fixtures: Path | None, no_fixtures: bool, verbose: bool) -> None:
+def test_cmd(ctx: click.Context, path: Path | None, fixtures: Path | None, no_fixtures: bool, verbose: bool,
+             rules_paths, no_builtin_rules: bool) -> None:
     """Run inline examples (TP/TN/FP/FN per rule) and the fixture corpus. Exit 1 on any failure."""
     from aoti_trace.engine.testing import confusion, fixture_cases, run_case, run_examples
 
-    rs = _load(path)
+    rs = _load(path, rules_paths, no_builtin_rules)
     only = None
     if path is not None and path.is_file():
         only = list(rs.rules)
@@ -139,7 +155,7 @@ def test_cmd(ctx: click.Context, path: Path | None, fixtures: Path | None, no_fi
         root = fixtures if fixtures is not None else (rs.root.parent / "fixtures" / "cases" if rs.root else None)
         cases = fixture_cases(root) if root is not None else []
         if cases:
-            rules_for_cases = rs.root if only is None else None
+            rules_for_cases = (rs if rs.roots else rs.root) if only is None else None
             case_rows = []
             for case in cases:
                 cr = run_case(case, rules_for_cases)
@@ -214,23 +230,52 @@ TODO
 """
 
 
+def new_rule_folder(rules_paths) -> Path:  # type: ignore[no-untyped-def]
+    """Where `rules new` writes: the last --rules folder, else the checkout's rules/ when the working directory is
+    inside that checkout, else the working directory; a :class:`RuleError` for a folder inside the installed
+    package (pip would overwrite or remove it)."""
+    import aoti_trace
+    from aoti_trace.engine.loader import default_rules_dir
+    from aoti_trace.errors import RuleError
+
+    package = Path(aoti_trace.__file__).resolve().parent
+    if rules_paths:
+        root = Path(rules_paths[-1])
+    else:
+        builtin = default_rules_dir().resolve()
+        checkout = builtin.parent
+        inside_package = builtin.is_relative_to(package)
+        root = builtin if not inside_package and Path.cwd().resolve().is_relative_to(checkout) else Path.cwd()
+    if root.resolve().is_relative_to(package):
+        raise RuleError(f"refusing to write into the installed package ({root}); give --rules DIR, "
+                        "or run it in the folder for your rules")
+    return root
+
+
 @rules_group.command("new")
 @click.argument("name")
 @click.option("--family", required=True, type=click.Choice(FAMILIES), help="the rule's family")
 @click.option("--id", "rule_id", default=None, help="rule id (default: next free AOTI-<letter>NNN)")
 @RULES_OPTION
-def new_cmd(name: str, family: str, rule_id: str | None, rules_path: Path | None) -> None:
-    """Write a rule skeleton rules/<family>/<name>.yaml and its guide skeleton."""
+def new_cmd(name: str, family: str, rule_id: str | None, rules_paths, no_builtin_rules: bool) -> None:
+    """Write a rule skeleton <folder>/<family>/<name>.yaml and its guide skeleton.
+
+    \b
+    The folder: the last --rules DIR; else the checkout's rules/ when run inside the checkout; else the current
+    folder (use it with `--rules .` or $AOTI_TRACE_RULES). Never inside the installed package. The id is the next
+    one free across the built-in library and every loaded folder.
+    """
     import re
 
-    from aoti_trace.engine.loader import default_rules_dir
+    from aoti_trace.engine.loader import load_library
     from aoti_trace.engine.schema import ID_RE, NAME_RE
     from aoti_trace.errors import RuleError
 
     if not re.fullmatch(NAME_RE, name):
         raise RuleError(f"rule name {name!r} must be kebab-case (e.g. input-dtype-mismatch)")
-    root = rules_path if rules_path is not None else default_rules_dir()
-    existing = _load(root) if any(root.rglob("*.yaml")) else None
+    root = new_rule_folder(rules_paths)
+    folders = [p for p in dict.fromkeys([*map(Path, rules_paths), root]) if p.is_dir() and any(p.rglob("*.yaml"))]
+    existing = load_library(folders, builtin=not no_builtin_rules) if folders or not no_builtin_rules else None
     if rule_id is None:
         letter = FAMILY_LETTER.get(family, "Z")
         used = {r.id for r in existing.rules} if existing else set()
@@ -248,7 +293,11 @@ def new_cmd(name: str, family: str, rule_id: str | None, rules_path: Path | None
     guide_file.parent.mkdir(parents=True, exist_ok=True)
     rule_file.write_text(RULE_SKELETON.format(id=rule_id, name=name, family=family), encoding="utf-8")
     guide_file.write_text(GUIDE_SKELETON.format(id=rule_id, title=name.replace("-", " ").capitalize()), encoding="utf-8")
-    click.echo(f"wrote {rule_file}\nwrote {guide_file}\nfill in every TODO, then: aoti-trace rules lint && aoti-trace rules test")
+    from aoti_trace.engine.loader import default_rules_dir
+
+    opt = "" if root.resolve() == default_rules_dir().resolve() else f" --rules {root}"
+    click.echo(f"wrote {rule_file}\nwrote {guide_file}\n"
+               f"fill in every TODO, then: aoti-trace rules lint{opt} && aoti-trace rules test{opt}")
 
 
 @rules_group.command("coverage")
@@ -257,12 +306,13 @@ def new_cmd(name: str, family: str, rule_id: str | None, rules_path: Path | None
 @click.option("--family", type=click.Choice(FAMILIES), default=None, help="only the messages of this family")
 @click.option("--misses", is_flag=True, help="list the largest clusters of messages routed to another family")
 @click.option("--limit", type=int, default=30, show_default=True, help="how many miss clusters to list")
-@click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@format_option(["text", "json"], "text")
+@out_option("write the report here instead of stdout")
 @click.option("--catalogue", "catalogue_path", type=click.Path(path_type=Path), default=None,
               help="messages.jsonl (default: rules/catalogue/messages.jsonl)")
 @RULES_OPTION
-def coverage_cmd(mode: str, family: str | None, misses: bool, limit: int, fmt: str, catalogue_path: Path | None,
-                 rules_path: Path | None) -> None:
+def coverage_cmd(mode: str, family: str | None, misses: bool, limit: int, fmt: str, out: Path | None,
+                 catalogue_path: Path | None, rules_paths, no_builtin_rules: bool) -> None:
     """Share of torch's catalogued AOTI error messages that the rules route to the right family."""
     from aoti_trace import catalogue
 
@@ -270,5 +320,8 @@ def coverage_cmd(mode: str, family: str | None, misses: bool, limit: int, fmt: s
     if family:
         messages = [m for m in messages if m.family == family]
     modes = catalogue.MODES if mode == "both" else (mode,)
+    from aoti_trace.cli.analyze import write_output
+
+    rules_path = ruleset(rules_paths, no_builtin_rules)
     rep = catalogue.report(catalogue.analyse(messages, modes, rules_path), family, misses, limit)
-    click.echo(catalogue.dumps(rep) if fmt == "json" else catalogue.render_text(rep), nl=fmt == "json")
+    write_output(catalogue.dumps(rep) + "\n" if fmt == "json" else catalogue.render_text(rep), out)

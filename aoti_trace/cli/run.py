@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
 from aoti_trace.capture import CaptureFailed, capture, default_out_dir, parse_env_assignments
 from aoti_trace.cli import cli
 from aoti_trace.cli.analyze import FORMATS, exit_code_for
+from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
 from aoti_trace.errors import CaptureError
 
 CONTEXT = {"ignore_unknown_options": True, "allow_interspersed_args": False}
@@ -17,15 +17,13 @@ CONTEXT = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
 def _options(f):
     f = click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)(f)
-    f = click.option("--rules", "rules_path", type=click.Path(path_type=Path),
-                     help="rule folder (default: the built-in library)")(f)
-    f = click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)(f)
+    f = rules_options(f)
+    f = format_option(FORMATS, "text")(f)
     f = click.option("--env", "env", multiple=True, metavar="K=V", help="extra variable for the command (repeatable)")(f)
     f = click.option("--timeout", type=float, help="seconds before the command is ended (SIGTERM, then SIGKILL)")(f)
     f = click.option("--check-inputs", is_flag=True, help="set AOTI_RUNTIME_CHECK_INPUTS=1 (run-time input checks)")(f)
     f = click.option("--logs", help="TORCH_LOGS value, e.g. '+inductor,output_code' (validated first)")(f)
-    f = click.option("--out", type=click.Path(path_type=Path),
-                     help="capture folder (default: ./aoti-trace-out/<timestamp>)")(f)
+    f = out_option("capture folder (default: ./aoti-trace-out/<timestamp>)", file_okay=False)(f)
     return f
 
 
@@ -61,7 +59,8 @@ def _fallback_exit(failed: bool) -> int:
 @click.option("--ladder", "ladder", is_flag=True, help="run the debugging ladder (see `aoti-trace ladder`)")
 @_options
 @click.pass_context
-def run_cmd(ctx: click.Context, ladder, out, logs, check_inputs, timeout, env, fmt, rules_path, cmd) -> None:
+def run_cmd(ctx: click.Context, ladder, out, logs, check_inputs, timeout, env, fmt, rules_paths, no_builtin_rules,
+            cmd) -> None:
     """Run CMD with TORCH_TRACE and the AOTI debug variables set, capture it crash-safely, then diagnose it.
 
     \b
@@ -71,8 +70,9 @@ def run_cmd(ctx: click.Context, ladder, out, logs, check_inputs, timeout, env, f
     """
     if ladder:
         ctx.invoke(ladder_cmd, out=out, logs=logs, check_inputs=check_inputs, timeout=timeout, env=env, fmt=fmt,
-                   rules_path=rules_path, cmd=cmd)
+                   rules_paths=rules_paths, no_builtin_rules=no_builtin_rules, cmd=cmd)
         return
+    rules_path = ruleset(rules_paths, no_builtin_rules)  # loaded (and checked) before the command runs
     from aoti_trace.ladder import analyze_capture
 
     out = out or default_out_dir()
@@ -96,8 +96,8 @@ def run_cmd(ctx: click.Context, ladder, out, logs, check_inputs, timeout, env, f
 @click.option("--minify-budget", type=float, default=None, help="seconds the minifier may run (default 1200)")
 @_options
 @click.pass_context
-def ladder_cmd(ctx: click.Context, minify, minify_budget, out, logs, check_inputs, timeout, env, fmt, rules_path,
-               cmd) -> None:
+def ladder_cmd(ctx: click.Context, minify, minify_budget, out, logs, check_inputs, timeout, env, fmt, rules_paths,
+               no_builtin_rules, cmd) -> None:
     """Run the AOTI debugging guide's procedure on CMD, one fresh capture per stage, until one gives a diagnosis.
 
     \b
@@ -112,6 +112,7 @@ def ladder_cmd(ctx: click.Context, minify, minify_budget, out, logs, check_input
     """
     from aoti_trace.ladder import run_ladder
 
+    rules_path = ruleset(rules_paths, no_builtin_rules)
     out = out or default_out_dir()
     try:
         extra = parse_env_assignments(list(env))

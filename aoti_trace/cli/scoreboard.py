@@ -8,25 +8,29 @@ from pathlib import Path
 import click
 
 from aoti_trace.cli import cli
+from aoti_trace.cli.analyze import write_output
+from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
 
 
 @cli.command("scoreboard")
 @click.argument("roots", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--rules", "rules_path", type=click.Path(path_type=Path), help="rule folder (default: built-in)")
-@click.option("-f", "--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
+@rules_options
+@format_option(["markdown", "json"], "markdown")
+@out_option("write the scoreboard here instead of stdout")
 @click.pass_context
-def scoreboard_cmd(ctx: click.Context, roots, rules_path, fmt) -> None:
+def scoreboard_cmd(ctx: click.Context, roots, rules_paths, no_builtin_rules, fmt, out) -> None:
     """Score the primary diagnosis on every case (folders with expected.yaml) below ROOTS (default: fixtures)."""
     from aoti_trace import scoreboard
 
-    results = scoreboard.score(list(roots) or [Path("fixtures")], rules_path)
+    results = scoreboard.score(list(roots) or [Path("fixtures")], ruleset(rules_paths, no_builtin_rules))
     if fmt == "json":
-        click.echo(json.dumps({
+        text = json.dumps({
             "cases": [{"name": r.name, "path": str(r.path), "origin": r.origin, "device": r.device,
                        "expected": r.expected, "actual": r.actual, "status": r.status,
                        "missing_evidence": r.missing_evidence, "error": r.error} for r in results],
             "families": scoreboard.family_table(results),
-        }, indent=2))
+        }, indent=2) + "\n"
     else:
-        click.echo(scoreboard.render_markdown(results), nl=False)
+        text = scoreboard.render_markdown(results)
+    write_output(text, out)
     ctx.exit(1 if any(r.status == "FAIL" for r in results) else 0)

@@ -10,6 +10,7 @@ Layout of a rules folder (the repository's ``rules/``, or ``aoti_trace/_rules`` 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from aoti_trace.errors import RuleError
 
 FRAGMENT_RE = re.compile(r"%\{([A-Z][A-Z0-9_]*)\}")
 SPECIAL_FILES = ("fragments.yaml", "ignore.yaml")
+RULES_ENV = "AOTI_TRACE_RULES"  # extra rule folders, os.pathsep-separated, added to the built-in library
 
 
 def default_rules_dir() -> Path:
@@ -52,6 +54,7 @@ class RuleSet:
     paths: dict[str, Path] = field(default_factory=dict)  # rule id -> file
     ignore: list[IgnoreEntry] = field(default_factory=list)
     fragments: dict[str, str] = field(default_factory=dict)
+    roots: dict[str, Path] = field(default_factory=dict)  # rule id -> its folder, when it is not ``root``
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.rules)
@@ -64,9 +67,10 @@ class RuleSet:
         return next((r for r in self.rules if r.id == key.upper() or r.name == key), None)
 
     def guide_path(self, rule: Rule) -> Path | None:
-        if rule.guide is None or self.root is None:
+        root = self.roots.get(rule.id, self.root)
+        if rule.guide is None or root is None:
             return None
-        return self.root / rule.guide
+        return root / rule.guide
 
 
 # ---------------------------------------------------------------------------------------------- YAML + positions
@@ -253,7 +257,10 @@ def _root_for(path: Path) -> Path:
 
 
 def load_rules(path: str | Path | None = None) -> RuleSet:
-    """Load every rule under ``path`` (default: :func:`default_rules_dir`). Raises :class:`RuleError`."""
+    """Load every rule under ``path`` (default: :func:`default_rules_dir`); a :class:`RuleSet` is returned as it is
+    (see :func:`load_library`). Raises :class:`RuleError`."""
+    if isinstance(path, RuleSet):
+        return path
     target = Path(path) if path is not None else default_rules_dir()
     if not target.exists():
         raise RuleError(f"{target}:1:1: no such rules file or folder")
@@ -274,3 +281,30 @@ def load_rules(path: str | Path | None = None) -> RuleSet:
         rs.paths[rule.id] = file
         names[rule.name] = file
     return rs
+
+
+def load_library(extra: list[str | Path] | tuple = (), *, builtin: bool = True, env: bool = True) -> RuleSet:
+    """The built-in library, plus the folders in ``$AOTI_TRACE_RULES`` (when ``env``), plus ``extra``: one
+    :class:`RuleSet`. Each folder keeps its own fragments and guides; its ignore entries are added. A rule id or name
+    defined in two folders is a :class:`RuleError` naming both files."""
+    folders = [default_rules_dir()] if builtin else []
+    if env:
+        folders += [Path(p) for p in os.environ.get(RULES_ENV, "").split(os.pathsep) if p.strip()]
+    folders += [Path(p) for p in extra]
+    unique = list({(f.resolve() if f.exists() else f): f for f in folders}.values())
+    if not unique:
+        raise RuleError(f"no rules to load: --no-builtin-rules needs --rules DIR (or ${RULES_ENV})")
+    merged = load_rules(unique[0])
+    for folder in unique[1:]:
+        rs = load_rules(folder)
+        names = {r.name: merged.paths[r.id] for r in merged.rules}
+        for rule in rs.rules:
+            other = merged.paths.get(rule.id) or names.get(rule.name)
+            if other is not None:
+                what = f"id {rule.id}" if rule.id in merged.paths else f"name {rule.name}"
+                raise RuleError(f"{rs.paths[rule.id]}: rule {what} is also defined in {other}")
+            merged.rules.append(rule)
+            merged.paths[rule.id] = rs.paths[rule.id]
+            merged.roots[rule.id] = rs.root  # type: ignore[assignment]
+        merged.ignore += [e for e in rs.ignore if e not in merged.ignore]
+    return merged

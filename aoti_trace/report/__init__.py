@@ -23,10 +23,13 @@ if TYPE_CHECKING:
 FORMATS: tuple[str, ...] = ("text", "json", "jsonl", "sarif", "html", "markdown", "github")
 
 
-def render(analysis: Analysis, fmt: str, *, color: bool = False, source_root: str | Path | None = None) -> str:
-    """Render ``analysis`` in format ``fmt`` (text, json, jsonl, sarif, html, markdown).
+def render(analysis: Analysis, fmt: str, *, color: bool = False, source_root: str | Path | None = None,
+           sarif_category: str | None = None) -> str:
+    """Render ``analysis`` in format ``fmt`` (one of :data:`FORMATS`).
 
-    ``color`` applies to ``text`` only; ``source_root`` to ``sarif`` only (paths under it become repository-relative).
+    ``color`` applies to ``text`` only; ``source_root`` to ``sarif`` and ``github`` (paths under it become
+    repository-relative, and a location under it is preferred); ``sarif_category`` to ``sarif`` only (the
+    ``automationDetails.id`` category, default ``aoti-trace``).
     """
     if fmt == "text":
         from aoti_trace.report.text import render_text
@@ -43,7 +46,7 @@ def render(analysis: Analysis, fmt: str, *, color: bool = False, source_root: st
     if fmt == "sarif":
         from aoti_trace.report.sarif import render_sarif
 
-        return render_sarif(analysis, source_root=source_root)
+        return render_sarif(analysis, source_root=source_root, category=sarif_category)
     if fmt == "html":
         from aoti_trace.report.html import render_html
 
@@ -55,5 +58,5 @@ def render(analysis: Analysis, fmt: str, *, color: bool = False, source_root: st
     if fmt == "github":
         from aoti_trace.report.github import render_github
 
-        return render_github(analysis)
+        return render_github(analysis, source_root=source_root)
     raise ValueError(f"unknown report format {fmt!r}; known: {', '.join(FORMATS)}")

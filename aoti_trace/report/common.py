@@ -68,6 +68,15 @@ def evidence_location(ev: Evidence) -> str:
     return ev.path or ev.source
 
 
+def severity_counts(findings, sep: str = ", ") -> str:  # type: ignore[no-untyped-def]
+    """'1 error, 0 warnings, 2 info': the one wording of the finding counts in every format."""
+    from aoti_trace.findings import SEVERITIES
+
+    plural = {"error": "errors", "warning": "warnings", "info": "info"}
+    counts = {s: sum(f.severity == s for f in findings) for s in SEVERITIES}
+    return sep.join(f"{n} {s if n == 1 else plural[s]}" for s, n in counts.items())
+
+
 # ------------------------------------------------------------------------------------------------ guides
 def guide_file(f: Finding) -> Path | None:
     """The guide markdown file of a finding, looked up in the built-in rule library (None when absent)."""
@@ -178,6 +187,58 @@ def primary_location(analysis: Analysis, f: Finding) -> Location | None:
         if ev.path and ev.path != "-":
             return Location(ev.path, ev.line, "evidence")
     return None
+
+
+def inside(path: str, root: Path | None) -> str | None:
+    """``path`` relative to ``root`` (POSIX) when it lies inside it, else None (relative paths are taken from the
+    working directory)."""
+    if root is None:
+        return None
+    p = Path(path)
+    try:
+        return (p if p.is_absolute() else Path.cwd() / p).resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        return None
+
+
+def repo_location(analysis: Analysis, f: Finding, root: Path | None) -> Location | None:
+    """Where a code-scanning alert or a CI annotation goes (one policy for ``sarif`` and ``github``): the user's
+    call site when it is inside ``root`` (the checkout), else the first evidence line inside ``root`` (a captured
+    log committed or written in the checkout), else :func:`primary_location` (outside ``root``: a viewer may not
+    place it). The log lines stay in the related locations either way."""
+    user = user_location(analysis, f)
+    if user is not None and inside(user.path, root) is not None:
+        return user
+    for ev in f.evidence:
+        if ev.path and ev.path != "-" and inside(ev.path, root) is not None:
+            return Location(ev.path, ev.line, "evidence")
+    return primary_location(analysis, f)
+
+
+PROVENANCE_ARTIFACTS = ("inductor_provenance_tracking_node_mappings", "inductor_provenance_tracking_kernel_stack_traces")
+
+
+def tlparse_command(analysis: Analysis, run_id: str) -> str | None:
+    """The tlparse command for a run's TORCH_TRACE log (None without one): ``tlparse FILE`` for one file,
+    ``tlparse DIR --all-ranks-html`` for several in one folder, plus ``--inductor-provenance`` when the log has
+    Inductor's provenance-tracking artifacts (tlparse then draws its provenance pages)."""
+    import shlex
+
+    run = next((r for r in analysis.runs if r.run_id == run_id), None)
+    if run is None or not run.trace_files:
+        return None
+    files = sorted({str(p) for p in run.trace_files})
+    folders = {str(Path(p).parent) for p in files}
+    if len(files) == 1:
+        cmd = f"tlparse {shlex.quote(files[0])}"
+    elif len(folders) == 1:
+        cmd = f"tlparse {shlex.quote(folders.pop())} --all-ranks-html"
+    else:
+        cmd = f"tlparse {shlex.quote(files[-1])}"
+    ev = analysis.frames["events"]
+    if ev.height and ev.filter((pl.col("run_id") == run_id) & pl.col("name").is_in(PROVENANCE_ARTIFACTS)).height:
+        cmd += " --inductor-provenance"
+    return cmd
 
 
 # ---------------------------------------------------------------------------------------- log excerpts

@@ -1,16 +1,18 @@
 """``--format github``: GitHub Actions workflow commands, one annotation per finding.
 
 ``::error file=<path>,line=<n>,title=<rule>::<message>`` (``warning`` and ``notice`` for the lower severities),
-located at the finding's first evidence line. The message carries the first paragraph of the remedy and the rerun
+located where the SARIF result is (:func:`~aoti_trace.report.common.repo_location`: the user's call site inside the
+checkout, else the first evidence line inside it, else outside it), with paths relative to ``source_root``. The message carries the first paragraph of the remedy and the rerun
 command. Escaping follows the Actions toolkit: in the message ``%``, CR and LF become ``%25``, ``%0D``, ``%0A``;
 in property values ``:`` and ``,`` also become ``%3A`` and ``%2C``. Not a stable interface beyond that syntax.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aoti_trace.report.common import first_paragraph
+from aoti_trace.report.common import first_paragraph, inside, repo_location
 
 if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
@@ -27,13 +29,13 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(f: Finding) -> str:
+def annotation(analysis: Analysis, f: Finding, source_root: Path | None = None) -> str:
     props = []
-    ev = f.evidence[0] if f.evidence else None
-    if ev is not None and ev.path:
-        props.append(f"file={escape_property(ev.path)}")
-        if ev.line:
-            props.append(f"line={ev.line}")
+    loc = repo_location(analysis, f, source_root)
+    if loc is not None:
+        props.append(f"file={escape_property(inside(loc.path, source_root) or loc.path)}")
+        if loc.line:
+            props.append(f"line={loc.line}")
     title = f"{f.rule_id} {f.rule_name}" + (" (primary diagnosis)" if f.primary else "")
     props.append(f"title={escape_property(title)}")
     message = f.message
@@ -44,5 +46,6 @@ def annotation(f: Finding) -> str:
     return f"::{LEVEL[f.severity]} {','.join(props)}::{escape_data(message)}"
 
 
-def render_github(analysis: Analysis) -> str:
-    return "".join(annotation(f) + "\n" for f in analysis.findings)
+def render_github(analysis: Analysis, *, source_root: str | Path | None = None) -> str:
+    root = Path(source_root) if source_root is not None else None
+    return "".join(annotation(analysis, f, root) + "\n" for f in analysis.findings)

@@ -2,7 +2,8 @@
 
 No network and no script: inline CSS only, and a Content-Security-Policy (``default-src 'none'``) that makes the
 browser refuse any load. Every piece of log, trace, code and rule text goes through :func:`html.escape` (guides
-and remedies through the escaping markdown subset of :mod:`aoti_trace.report.mdlite`).
+and remedies through :func:`markdown_to_html`: CommonMark by markdown-it-py with raw HTML, images and autolinks
+off, only ``http(s)`` links).
 
 Sections: header (with the note that the report contains model code and logs), the primary diagnosis (evidence
 with the failing log line highlighted in its context, the user's source frame, generated code around the failing
@@ -12,12 +13,11 @@ timeline of compile phases (from the trace's chromium events) and the run summar
 
 from __future__ import annotations
 
+import functools
 from html import escape
 from typing import TYPE_CHECKING
 
 from aoti_trace import __version__
-from aoti_trace.findings import SEVERITIES
-from aoti_trace.report import mdlite
 from aoti_trace.report.common import (
     TEXT_SOURCES,
     Timeline,
@@ -27,6 +27,7 @@ from aoti_trace.report.common import (
     guide_display,
     guide_text,
     primary_location,
+    severity_counts,
     split_highlights,
     timelines,
     user_location,
@@ -105,6 +106,27 @@ footer { color:var(--muted); font-size:12px; margin-top:30px; }
 """
 
 
+
+@functools.lru_cache(maxsize=1)
+def _markdown():  # type: ignore[no-untyped-def]
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False}).disable(["image", "autolink", "html_block", "html_inline"])
+    md.validateLink = lambda url: url.lower().startswith(("http://", "https://"))
+
+    def link_open(renderer, tokens, idx, options, env):  # type: ignore[no-untyped-def]  # bound to the renderer
+        tokens[idx].attrSet("rel", "noreferrer noopener")
+        return renderer.renderToken(tokens, idx, options, env)
+
+    md.add_render_rule("link_open", link_open)
+    return md
+
+
+def markdown_to_html(text: str) -> str:
+    """A guide or remedy (CommonMark) as HTML. Raw HTML in it is shown as text (escaped), images and autolinks are
+    off, and only ``http``/``https`` links become ``<a>`` elements (never loaded by the report itself)."""
+    return _markdown().render(text.replace("\x00", ""))
+
 def _sev(f: Finding) -> str:
     return f'<span class="badge {f.severity}">{escape(f.severity.upper())}</span>'
 
@@ -157,7 +179,7 @@ def _card(analysis: Analysis, f: Finding, primary: bool) -> str:
             parts.append(f'<h3>Generated code ({escape(view.why)})</h3><div class="loc muted"><code>{escape(at)}'
                          f"</code> &mdash; from {escape(view.origin)}</div>" + _src_table(view.lines, view.focus))
     if f.remedy.strip():
-        parts.append("<h3>Fix</h3>" + mdlite.to_html(f.remedy))
+        parts.append("<h3>Fix</h3>" + markdown_to_html(f.remedy))
     rerun = f.rerun
     if rerun:
         parts.append(f"<h3>Rerun to confirm</h3><pre><code>{escape(rerun)}</code></pre>")
@@ -169,7 +191,7 @@ def _card(analysis: Analysis, f: Finding, primary: bool) -> str:
         text = guide_text(f)
         if text:
             parts.append(f'<details class="guide"{" open" if primary else ""}><summary>Guide: <code>{escape(guide)}'
-                         f'</code></summary>{mdlite.to_html(text)}</details>')
+                         f'</code></summary>{markdown_to_html(text)}</details>')
         else:
             parts.append(f'<p class="guide">Guide: <code>{escape(guide)}</code></p>')
     parts.append("</div>")
@@ -260,13 +282,36 @@ def _runs(analysis: Analysis) -> str:
     return "".join(out)
 
 
+def summary_html(analysis: Analysis) -> str:
+    """The report's summary as an HTML fragment (no page, no stylesheet, nothing loaded): what a notebook shows for
+    an :class:`~aoti_trace.analysis.Analysis` (its ``_repr_html_``). The title, the counts, the primary finding's
+    message, remedy and rerun command, and the findings table; all log text escaped."""
+    primary = analysis.primary
+    title = f"aoti-trace: {primary.title}" if primary else (
+        "aoti-trace: findings" if analysis.findings else "aoti-trace: no problem found")
+    runs = ", ".join(r.run_id for r in analysis.runs) or "none"
+    parts = [f'<div class="aoti-trace-summary"><h3>{escape(title)}</h3>'
+             f"<p>{escape(severity_counts(analysis.findings))} &middot; runs: {escape(runs)}</p>"]
+    if primary is not None:
+        parts.append(f"<p><b>{escape(primary.rule_id)} {escape(primary.rule_name)}</b>: "
+                     f"{escape(primary.message.strip())}</p>")
+        if primary.remedy.strip():
+            parts.append(markdown_to_html(primary.remedy))
+        if primary.rerun:
+            parts.append(f"<p>Rerun to confirm:</p><pre><code>{escape(primary.rerun)}</code></pre>")
+    if analysis.findings:
+        parts.append(_findings_table(analysis))
+    parts.append("<p><i>The full report: <code>render(analysis, \"html\")</code> or "
+                 "<code>aoti-trace analyze PATH --html report.html</code>.</i></p></div>")
+    return "".join(parts)
+
+
 def render_html(analysis: Analysis) -> str:
     primary = analysis.primary
-    counts = {s: sum(f.severity == s for f in analysis.findings) for s in SEVERITIES}
     title = f"aoti-trace: {primary.title}" if primary else "aoti-trace report"
     runs = ", ".join(r.run_id for r in analysis.runs) or "none"
     body = [f"<header><h1>{escape(title)}</h1><p class=\"meta\">aoti-trace {escape(__version__)} &middot; runs: "
-            f"{escape(runs)} &middot; " + ", ".join(f"{n} {s}" for s, n in counts.items()) + "</p></header>",
+            f"{escape(runs)} &middot; " + escape(severity_counts(analysis.findings)) + "</p></header>",
             '<div class="note"><b>Contains model code and logs.</b> This report embeds excerpts of the analysed '
             "logs, traces and generated code (file paths, model structure, kernel source). Review it before "
             "sharing it outside your organisation.</div>", "<main>"]

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
 
 DOCUMENT_SCHEMA = "aoti-trace.report/v1"
+# where the committed schema file is published (docs/schemas/ of the repository named in pyproject's [project.urls])
+SCHEMA_FILE = "docs/schemas/aoti-trace.report-v1.schema.json"
+SCHEMA_ID = "https://raw.githubusercontent.com/aoti-trace/aoti-trace/main/" + SCHEMA_FILE
 
 
 SESSION_KEYS = ("rank", "session", "kind", "api", "status", "fail_type", "duration_s", "user_frame", "path")
@@ -165,7 +168,7 @@ def document_schema() -> dict:
               "properties": {s: {"type": "integer", "minimum": 0} for s in SEVERITIES}}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://aoti-trace.invalid/schemas/" + DOCUMENT_SCHEMA,
+        "$id": SCHEMA_ID,
         "title": "aoti-trace report document",
         "type": "object",
         "additionalProperties": False,
@@ -189,5 +192,10 @@ def document_schema() -> dict:
     }
 
 
+def schema_text() -> str:
+    """The committed schema file's text (``docs/schemas/aoti-trace.report-v1.schema.json``)."""
+    return json.dumps(document_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
 if __name__ == "__main__":  # python -m aoti_trace.report.json: print the document's JSON Schema
-    print(json.dumps(document_schema(), indent=2))
+    print(schema_text(), end="")

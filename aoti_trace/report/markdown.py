@@ -17,11 +17,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from aoti_trace.findings import SEVERITIES
 from aoti_trace.report.common import (
     evidence_location,
     guide_display,
     primary_location,
+    severity_counts,
+    tlparse_command,
     user_location,
 )
 from aoti_trace.report.json import run_summaries
@@ -164,10 +165,9 @@ def _details(analysis: Analysis, f: Finding) -> list[str]:
 
 def render_markdown(analysis: Analysis) -> str:
     primary = analysis.primary
-    counts = {s: sum(f.severity == s for f in analysis.findings) for s in SEVERITIES}
     head = f"## aoti-trace: {_cell(primary.title)}" if primary else (
         "## aoti-trace: findings" if analysis.findings else "## aoti-trace: no problem found")
-    out = [head, "", " · ".join(f"{n} {s}" for s, n in counts.items()), ""]
+    out = [head, "", severity_counts(analysis.findings, " · "), ""]
     if analysis.findings:
         out += ["| | Severity | Rule | Location | Message | Guide |", "|---|---|---|---|---|---|"]
         for f in analysis.findings:
@@ -190,5 +190,8 @@ def render_markdown(analysis: Analysis) -> str:
                    f"{_cell(', '.join(run['torch_versions'])) or 'unknown'}; compile device "
                    f"{_cell(', '.join(run['compile_devices'])) or 'unknown'}; compiles: "
                    f"{_cell(sessions) or 'none'}; log damage: {_cell(damage)}")
+        tlparse = tlparse_command(analysis, run["run_id"])
+        if tlparse:
+            out.append(f"  - tlparse: {_code(tlparse)}")
     out += ["", "</details>", ""]
     return "\n".join(out)

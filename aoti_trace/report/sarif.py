@@ -7,11 +7,13 @@ One SARIF run per analysis. Mapping (docs/output.md has the full table):
   ``defaultConfiguration.level`` and ``properties.problem.severity`` from the severity, ``properties.tags`` = family.
 * ``results``: ``level`` from severity (error -> error, warning -> warning, info -> note); ``message.text`` = the
   rendered message; ``partialFingerprints["aotiTrace/v1"]`` = the finding fingerprint; ``locations[0]`` = the
-  user's source frame when known (exception / fault user frame, compile ``user_frame``), else the first evidence
-  file:line; ``relatedLocations`` = every evidence line; ``properties`` carries run_id, family, fields, env_flags,
-  rerun, primary and guide.
-* ``automationDetails.id`` = ``aoti-trace/<run_id>/`` for one run, ``aoti-trace/analyze/`` for several (the
-  upload category; the property is ``automationDetails``, not ``runAutomationDetails``).
+  place in the repository (:func:`~aoti_trace.report.common.repo_location`: the user's call site when it is inside
+  ``source_root``, else the first evidence line inside it, else the user frame or evidence outside it);
+  ``relatedLocations`` = every evidence line (the log locations); ``properties`` carries run_id, family, fields,
+  env_flags, rerun, primary and guide.
+* ``automationDetails.id`` = ``<category>/`` with the category ``aoti-trace`` unless ``category`` is given: stable
+  across captures, so that GitHub tracks and closes alerts (the id overrides the upload action's ``category``; the
+  property is ``automationDetails``, not ``runAutomationDetails``).
 
 Paths: with ``source_root`` (the CLI passes the working directory), files under it become relative URIs with
 ``uriBaseId: SRCROOT``, as GitHub needs to annotate repository files; other absolute paths become ``file://`` URIs.
@@ -20,13 +22,12 @@ Paths: with ``source_root`` (the CLI passes the working directory), files under 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from aoti_trace import __version__
-from aoti_trace.report.common import guide_display, guide_summary, primary_location
+from aoti_trace.report.common import guide_display, guide_summary, inside, repo_location
 from aoti_trace.report.repro import repro_json
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "aotiTrace/v1"
+DEFAULT_CATEGORY = "aoti-trace"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 PROBLEM_SEVERITY = {"error": "error", "warning": "warning", "info": "recommendation"}
 MAX_DESCRIPTION = 1024  # GitHub's limit for shortDescription / fullDescription
@@ -47,13 +49,9 @@ def _clip(text: str, n: int = MAX_DESCRIPTION) -> str:
 
 def _artifact(path: str, source_root: Path | None) -> dict:
     p = Path(path)
-    if source_root is not None:
-        absolute = p if p.is_absolute() else (Path.cwd() / p)
-        try:
-            rel = absolute.resolve().relative_to(source_root.resolve())
-            return {"uri": quote(rel.as_posix()), "uriBaseId": "SRCROOT"}
-        except (ValueError, OSError):
-            pass
+    rel = inside(path, source_root)
+    if rel is not None:
+        return {"uri": quote(rel), "uriBaseId": "SRCROOT"}
     if p.is_absolute():
         return {"uri": p.as_uri()}
     return {"uri": quote(p.as_posix())}
@@ -105,10 +103,11 @@ def _result(analysis: Analysis, f: Finding, index: int, source_root: Path | None
             "guide": f.guide,
         },
     }
-    loc = primary_location(analysis, f)
+    loc = repo_location(analysis, f, source_root)
     if loc is not None:
         result["locations"] = [_physical(loc.path, loc.line, source_root)]
         result["properties"]["location_kind"] = loc.kind
+        result["properties"]["location_in_repository"] = inside(loc.path, source_root) is not None
     related = []
     for i, ev in enumerate(f.evidence):
         if ev.path and ev.path != "-":
@@ -121,7 +120,14 @@ def _result(analysis: Analysis, f: Finding, index: int, source_root: Path | None
     return result
 
 
-def sarif_document(analysis: Analysis, *, source_root: str | Path | None = None) -> dict:
+def automation_id(category: str | None = None) -> str:
+    """``runs[0].automationDetails.id``: the category (default ``aoti-trace``) with one trailing ``/``."""
+    category = (category or DEFAULT_CATEGORY).strip().rstrip("/")
+    return f"{category or DEFAULT_CATEGORY}/"
+
+
+def sarif_document(analysis: Analysis, *, source_root: str | Path | None = None,
+                   category: str | None = None) -> dict:
     """The SARIF log as a dict."""
     root = Path(source_root) if source_root is not None else None
     rules: list[dict] = []
@@ -132,11 +138,10 @@ def sarif_document(analysis: Analysis, *, source_root: str | Path | None = None)
             rules.append(_rule(f))
     results = [_result(analysis, f, index[f.rule_id], root) for f in analysis.findings]
     run_ids = sorted({r.run_id for r in analysis.runs})
-    auto = re.sub(r"[^\w.-]+", "-", run_ids[0]) if len(run_ids) == 1 else "analyze"
     run: dict = {
         "tool": {"driver": {"name": "aoti-trace", "semanticVersion": __version__, "version": __version__,
                             "rules": rules}},
-        "automationDetails": {"id": f"aoti-trace/{auto}/"},
+        "automationDetails": {"id": automation_id(category)},
         "invocations": [{"executionSuccessful": True}],
         "results": results,
         "properties": {"runs": run_ids},
@@ -149,5 +154,6 @@ def sarif_document(analysis: Analysis, *, source_root: str | Path | None = None)
     return {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 
 
-def render_sarif(analysis: Analysis, *, source_root: str | Path | None = None) -> str:
-    return json.dumps(sarif_document(analysis, source_root=source_root), indent=2, ensure_ascii=False) + "\n"
+def render_sarif(analysis: Analysis, *, source_root: str | Path | None = None, category: str | None = None) -> str:
+    doc = sarif_document(analysis, source_root=source_root, category=category)
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

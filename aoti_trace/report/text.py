@@ -16,12 +16,13 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
-from aoti_trace.findings import SEVERITIES
 from aoti_trace.report.common import (
     evidence_location,
     first_paragraph,
     guide_display,
+    severity_counts,
     split_highlights,
+    tlparse_command,
     user_location,
 )
 from aoti_trace.report.json import run_summaries
@@ -138,15 +139,16 @@ def _summary(analysis: Analysis) -> list[Line]:
             if s["user_frame"]:
                 line.append((f"  from {s['user_frame']}", "dim"))
             out.append(line)
+        tlparse = tlparse_command(analysis, run["run_id"])
+        if tlparse:
+            out.append([("  tlparse: ", "dim"), (tlparse, "dim")])
         if not run["damage"]:
             out.append([("  log damage: none", "dim")])
         for d in run["damage"]:
             out.append([("  log damage: ", "yellow"), (f"{d['kind']} x{d['count']}", "yellow"),
                         (f" at {d['path']}" + (f":{d['lineno']}" if d["lineno"] is not None else "")
                          + f": {d['detail']}", None)])
-    counts = {s: sum(f.severity == s for f in analysis.findings) for s in SEVERITIES}
-    plural = {"error": "errors", "warning": "warnings", "info": "info"}
-    out.append([(", ".join(f"{n} {s if n == 1 else plural[s]}" for s, n in counts.items()), "bold")])
+    out.append([(severity_counts(analysis.findings), "bold")])
     return out
 
 

@@ -1,0 +1,51 @@
+"""The README's example output is what the command prints: every line of the block that is not elided (``...``)
+or cut (ending in ``…``: a prefix of the printed line) is printed, in that order.
+
+Lines about this host (the package-versus-host findings AOTI-B014/B015, the "Other findings (N)" count and the
+severity counts they change) depend on the machine that runs the test and are left out of the comparison."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from aoti_trace.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+HOST_DEPENDENT = re.compile(r"^(Other findings \(\d+\):|INFO    AOTI-B01[45] |\d+ errors?, \d+ warnings?, \d+ info$)")
+
+
+def _examples() -> list[tuple[list[str], list[str]]]:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    out = []
+    for block in re.findall(r"```\n(\$ aoti-trace analyze [^\n]+)\n(.*?)```", text, re.S):
+        command, body = block
+        out.append((command[2:].split()[1:], body.splitlines()))
+    return out
+
+
+@pytest.mark.parametrize("args,lines", _examples(), ids=lambda v: " ".join(v) if isinstance(v, list) and v and
+                         not v[0].startswith(("PRIMARY", " ")) else None)
+def test_readme_example_output(args, lines, capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("NO_COLOR", "1")
+    with pytest.raises(SystemExit):
+        main(args)
+    printed = capsys.readouterr().out.splitlines()
+    pos = 0
+    for line in lines:
+        if not line.strip() or line.strip() == "..." or HOST_DEPENDENT.match(line):
+            continue
+        want = line[:-1] if line.endswith("…") else line
+        for i in range(pos, len(printed)):
+            if printed[i] == want or (line.endswith("…") and printed[i].startswith(want)):
+                pos = i + 1
+                break
+        else:
+            pytest.fail(f"README line not printed (in order): {line!r}")
+
+
+def test_there_is_an_example():
+    assert _examples(), "the README has no `$ aoti-trace analyze` example block"
