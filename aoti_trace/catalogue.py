@@ -249,6 +249,10 @@ def analyse(messages: list[Message], modes: tuple[str, ...] = MODES, rules_path:
     frames = Frames()
     for name, dfs in parts.items():
         frames.add(name, pl.concat(dfs, how="diagonal_relaxed"))
+    # the failure rules must not read the catalogue they are measured against
+    from aoti_trace.ingest.failure import failures_frame
+
+    frames.add("failures", failures_frame(frames, catalogue=False))
     findings = engine.evaluate(engine.load_rules(rules_path), frames)
     primary: dict[str, tuple[str, str]] = {}
     for f in findings:  # ranked; per run the first error (else warning cause) is that run's primary

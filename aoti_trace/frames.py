@@ -127,8 +127,10 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "lineno": (I64, "1-based line number"),
             "rank": (I32, "from a [rankN]: prefix, else null"),
             "kind": (Str, "torch_log | traceback | traceback_code (a source line quoted by a traceback) | exception | cpp_error | aoti_torch_exception | device_assert | compiler_diagnostic | faulthandler | cpp_frame | output_code | printer | terminate | warning | noise | plain"),
-            "level": (Str, "glog level of a line with a glog header (V I W E F C; any kind), else null"),
-            "src": (Str, "source file:line from the glog header (torch/x.py:12, shim_common.cpp:311), else null"),
+            "level": (Str, "log level of a line with a log header (V D I W E F C): torch's glog header, ExecuTorch's "
+                           "ET_LOG, Android logcat; any kind; else null"),
+            "src": (Str, "source file:line from the log header (torch/x.py:12, shim_common.cpp:311; the tag for "
+                         "Android logcat), else null"),
             "prefix": (Str, "decoration removed from the line: timestamps, CI annotations, [rankN]:, launcher and logging "
                             "prefixes, the glog header; null when none (prefix + text is the line as written)"),
             "text": (Str, "the message: the line without its prefix, colour codes or line terminator (IPython "
@@ -247,7 +249,8 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "lineno": (I64, "its line"),
             "signals": (Str, "the evidence, comma-separated: exit_code, signal, timed_out, interrupted, exception, "
                              "cut_traceback, cpp_error, terminate, compiler_error, fatal_signal, device_assert, "
-                             "failed_compile, incomplete_compile, torch_error_footer, test_failed, debugger_abort"),
+                             "failed_compile, incomplete_compile, torch_error_footer, test_failed, debugger_abort, "
+                             "fatal_log"),
             "what": (Str, "what failed, one line: the last exception (a bare assert: the assert statement), else the "
                           "first error line, else how it ended"),
             "text": (Str, "the log line at path:lineno, without its prefix (null when the failure has no line)"),

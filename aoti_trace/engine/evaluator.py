@@ -276,8 +276,8 @@ def evidence_of(frame: str, row: dict, leaf: Leaf | None) -> Evidence:
     column = TEXT_COLUMN.get(frame)
     own = leaf if (leaf is not None and leaf.column == column) else None
     text: str
-    if frame == "lines":
-        text = str(row.get("text") or "")
+    if frame == "lines":  # the line as written: its decoration (timestamp, CI or log header) and the message
+        text = str(row.get("prefix") or "") + str(row.get("text") or "")
     elif frame == "exceptions":
         line = matching_line(row.get("message"), own)
         text = f"{row.get('exc_type')}: {line}" if row.get("exc_type") else line

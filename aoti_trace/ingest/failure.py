@@ -19,7 +19,9 @@ import polars as pl
 
 from aoti_trace.frames import SCHEMAS, Frames, conform, empty
 from aoti_trace.ingest.lines import PATTERNS
-from aoti_trace.vocabulary import CPP_ORIGIN, PHASE_FAMILY, module_family, route_cpp
+from aoti_trace.ingest.known_messages import lookup
+from aoti_trace.vocabulary import (CPP_ORIGIN, FAMILIES, PHASE_FAMILY, module_family, route_cpp,
+                                   route_phase)
 
 MAX_WHAT = 300
 # logged tracebacks at these glog levels were handled (torch logs and goes on): not failure evidence on their own
@@ -44,6 +46,7 @@ TYPE_PHASES: list[tuple[str, re.Pattern]] = [
 TEXT_PHASES_RE = [(phase, re.compile(pattern)) for phase, pattern in TEXT_PHASES]
 PATTERN_CI_EXIT = re.compile(PATTERNS["ci_exit"])  # applied to one matched line
 ERROR_KINDS = ("cpp_error", "aoti_torch_exception", "compiler_diagnostic")
+FATAL_LEVELS = ("F", "C")
 
 
 def _first_line(text: str | None) -> str:
@@ -73,8 +76,9 @@ def _runs(frames: Frames) -> list[str]:
     return list(seen)
 
 
-def failures_frame(frames: Frames) -> pl.DataFrame:
-    """One row per run that failed (see the module docstring)."""
+def failures_frame(frames: Frames, catalogue: bool = True) -> pl.DataFrame:
+    """One row per run that failed (see the module docstring). ``catalogue``: look a message that no frame places
+    up in torch's message catalogue (off when the catalogue's own coverage is measured)."""
     runs = _runs(frames)
     if not runs:
         return empty("failures")
@@ -87,6 +91,16 @@ def failures_frame(frames: Frames) -> pl.DataFrame:
     lines = frames["lines"]
     ci_exit = _first_match(lines, PATTERNS["ci_exit"])
     aborts = _by_run(_first_match(lines, PATTERNS["gdb_abort"]))
+    # a line logged at FATAL / CRITICAL level (glog F or C, ExecuTorch, Android logcat F/), ExecuTorch's failed
+    # ET_CHECK, a build tool's error (CMake, LLVM), an application's 'Error ...: SomeError' report: the program
+    # reports that it cannot go on
+    fatal_logs = _by_run(
+        lines.filter((pl.col("level").is_in(FATAL_LEVELS) & (pl.col("text").str.strip_chars() != ""))
+                     | pl.col("text").str.contains(PATTERNS["et_check"])
+                     | pl.col("text").str.contains(PATTERNS["tool_error"])
+                     | pl.col("text").str.contains(PATTERNS["error_report"]))
+        .group_by("run_id", maintain_order=True).agg(pl.col("path", "lineno", "text", "src").first())
+    ) if lines.height else {}
     worded = _by_run(_last_worded_before(lines, ci_exit))
     errors = _by_run(
         lines.filter(pl.col("kind").is_in(ERROR_KINDS) & ~pl.col("text").str.contains(PATTERNS["ci_exit"]))
@@ -108,17 +122,28 @@ def failures_frame(frames: Frames) -> pl.DataFrame:
         row = _failure(run, process.get(run, []), excs.get(run, []), faults.get(run, []), asserts.get(run, []),
                        compiles.get(run, []), errors.get(run, []), hints.get(run),
                        footers.get(run, []) + tests.get(run, []), _by_run(ci_exit).get(run, []), worded.get(run, []),
-                       aborts.get(run, []))
+                       aborts.get(run, []), fatal_logs.get(run, []), catalogue)
         if row is not None:
             rows.append(row)
     if not rows:
         return empty("failures")
-    found = conform("failures", pl.DataFrame(rows, infer_schema_length=None))
+    found = pl.DataFrame(rows, infer_schema_length=None).with_columns(
+        pl.col("path").cast(pl.String), pl.col("lineno").cast(pl.Int64))
+    for name in ("text", "_what_line"):
+        if name not in found.columns:
+            found = found.with_columns(pl.lit(None, dtype=pl.String).alias(name))
     if lines.height:  # the log line as written, for evidence
-        found = (found.join(lines.select("run_id", "path", "lineno", pl.col("text").alias("_line")),
+        line = pl.col("_line")
+        raw = pl.concat_str([pl.col("prefix").fill_null(""), pl.col("text")])  # the line as written
+        found = (found.join(lines.select("run_id", "path", "lineno", raw.alias("_line")),
                             on=["run_id", "path", "lineno"], how="left", nulls_equal=False)
-                 .with_columns(pl.coalesce("text", "_line").alias("text")).drop("_line"))
-    return found
+                 .with_columns(pl.coalesce(
+                     "text",
+                     # a terminate row's line holds its what() text (libc++), or the what() line follows it
+                     pl.when(pl.col("_what_line").is_not_null()
+                             & ~line.str.contains(pl.col("_what_line"), literal=True).fill_null(False))
+                     .then(pl.lit("what():  ") + pl.col("_what_line")).otherwise(line)).alias("text")))
+    return conform("failures", found)
 
 
 def _last_worded_before(lines: pl.DataFrame, ci_exit: pl.DataFrame, window: int = 40) -> pl.DataFrame:
@@ -175,7 +200,8 @@ def _with_message(lines: pl.DataFrame, footers: pl.DataFrame, window: int = 80) 
 
 def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict], asserts: list[dict],
              compiles: list[dict], errors: list[dict], hint: str | None, reported: list[dict],
-             ci_exit: list[dict], worded: list[dict], aborts: list[dict]) -> dict | None:
+             ci_exit: list[dict], worded: list[dict], aborts: list[dict], fatal_logs: list[dict],
+             catalogue: bool = True) -> dict | None:
     proc = process[0] if process else {}
     code, sig = proc.get("exit_code"), proc.get("signal")
     if code is None and ci_exit:  # the CI runner's closing line gives the exit status the log itself does not
@@ -214,6 +240,8 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
         signals.append("device_assert")
     if aborts:
         signals.append("debugger_abort")
+    if fatal_logs:
+        signals.append("fatal_log")
     footer = next((r for r in reported if not r["text"].startswith(("FAILED", "ERROR"))), None)
     failed_test = next((r for r in reported if r["text"].startswith(("FAILED", "ERROR"))), None)
     if footer is not None:
@@ -229,6 +257,7 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
         return None
 
     row: dict = {"run_id": run, "path": None, "lineno": None, "signals": ",".join(signals), "exc_type": None}
+    logged_by = ""  # the source file of a fatal log line, when that line says what failed
     exc = complete[-1] if complete else (cut[-1] if cut else None)
     # what failed
     if complete:
@@ -243,7 +272,7 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
         t = terminate[0]
         what = _first_line(t["what"])
         row.update(what=f"{t['exc_type']}: {what}" if t.get("exc_type") else what, exc_type=t.get("exc_type"),
-                   path=t["path"], lineno=t["lineno"], text=f"what():  {what}")  # the line under 'terminate called
+                   path=t["path"], lineno=t["lineno"], _what_line=what)
     elif errors:
         first = min(errors, key=lambda e: e["lineno"] or 0)
         row.update(what=_first_line(first["text"]), path=first["path"], lineno=first["lineno"])
@@ -271,6 +300,10 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
         row.update(what="a traceback cut before its exception line" + (
             f" (last frame {e.get('torch_file') or e.get('user_file')} in {e.get('torch_function') or e.get('user_function')})"
             if e.get("torch_file") or e.get("user_file") else ""), path=e["path"], lineno=e["lineno"])
+    elif fatal_logs:
+        f = fatal_logs[0]
+        row.update(what=_first_line(f["text"]), path=f["path"], lineno=f["lineno"])
+        logged_by = (f.get("src") or "").rpartition(":")[0]
     elif aborts:
         a = aborts[0]
         row.update(what="the process aborted (SIGABRT): a debugger backtrace passes through abort()", path=a["path"],
@@ -301,6 +334,10 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
             (p for p, pattern in TYPE_PHASES if pattern.search(head)), None)
         if typed is not None:
             phase, source = typed, f"message: {row['what'][:80]}"
+    if phase == "unknown" and logged_by:
+        routed, _ = route_phase([(logged_by, "")])
+        if routed not in ("unknown", "user"):
+            phase, source = routed, f"logged by {logged_by}"
     if phase == "unknown":
         if "compiler_diagnostic" in kinds:
             phase, source = "build", "compiler error line"
@@ -315,7 +352,17 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
         elif footer is not None:
             phase, source = "export", "Dynamo's error footer"
     module = (exc.get("torch_file") if exc is not None else None) or cpp
-    row.update(phase=phase, phase_source=source, family=module_family(module, head) or PHASE_FAMILY[phase])
+    family = module_family(module, head) or PHASE_FAMILY[phase]
+    if phase == "unknown" and catalogue:  # no frame places it: is it a message torch raises, and where?
+        said = (exc or {}).get("message") if complete else (terminate[0].get("what") if terminate else None)
+        known = lookup(said)
+        if known is not None and known.family in FAMILIES and known.family != "unexplained":
+            file = known.file.rpartition(":")[0]
+            routed, _ = route_phase([(file, "")])
+            phase = routed if routed not in ("unknown", "user") else phase
+            source = f"catalogue: torch raises this message in {known.file} ({known.first_version}-{known.last_version})"
+            family = known.family
+    row.update(phase=phase, phase_source=source, family=family)
 
     # the user's code closest to the failure
     site = exc if exc is not None and exc.get("user_file") else next(

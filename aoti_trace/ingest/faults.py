@@ -3,7 +3,9 @@
 * faulthandler dumps (``Fatal Python error: Segmentation fault`` + the crashing thread's stack);
 * the shell's report of a killed child (``Segmentation fault (core dumped)``, ``... Aborted (core dumped) cmd``):
   a fatal_signal row without a stack;
-* ``terminate called after throwing an instance of '...'`` / ``what():`` pairs.
+* ``terminate called after throwing an instance of '...'`` / ``what():`` pairs, and libc++'s one-line form
+  (``libc++abi: terminating due to uncaught exception of type T: what``).
+* Android's ``Fatal signal 11 (SIGSEGV) ...`` crash line.
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ FATAL = r"^Fatal Python error: (?P<what>.*?)\s*$"
 THREAD = r"^(?P<current>Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):|^Stack \(most recent call first\):"
 FH_FRAME = r'^  File "(?P<file>[^"]*)", line (?P<line>[0-9]{1,18}|\?\?\?) in (?P<func>.+?)\s*$'
 TERMINATE = r"^terminate called (?:after throwing an instance of '(?P<type>[^']*)'|(?P<other>.*))"
+# libc++'s form (macOS, Android): the type and the what() on one line
+LIBCXX_TERMINATE = (r"^(?:libc\+\+abi: )?terminating (?:due to|with) uncaught exception of type (?P<type>\S+?)"
+                    r"(?:: (?P<what>.*))?$")
+# Android's crash line (logcat, tag libc): 'Fatal signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0 ...'
+ANDROID_SIGNAL = r"^Fatal signal \d+ \((?P<sig>SIG[A-Z]+)\)"
 WHAT = r"^\s*what\(\):\s+(?P<what>.*)$"
 # the shell's report of a child killed by a signal: 'Segmentation fault (core dumped)' on its own line, bash's job
 # line './run.sh: line 34:  1930 Aborted                 (core dumped) cmd ...', zsh's '[1]    10753 killed     cmd'
@@ -48,7 +55,8 @@ def _signal(what: str) -> str | None:
 def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
     """One row per faulthandler dump and per terminate/what() pair; ``df`` is the output of ``classify()``."""
     shell = (pl.col("kind") == "plain") & pl.col("_msg").str.contains(SHELL_SIGNAL)
-    sel = df.filter(pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | shell).select(
+    sel = df.filter(pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | shell
+                    | pl.col("_msg").str.contains(LIBCXX_TERMINATE) | pl.col("_msg").str.contains(ANDROID_SIGNAL)).select(
         "_rk", "_i", "lineno", "_msg", "kind", "run_id", "path"
     )
     if sel.height == 0:
@@ -61,6 +69,8 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
         pl.when(pl.col("kind") == "plain").then(text.str.extract_groups(SHELL_SIGNAL)).alias("_shell"),
         text.str.contains(TERMINATE).alias("_is_term"), text.str.extract_groups(TERMINATE).alias("_term"),
         text.str.extract_groups(WHAT).alias("_whatm"),
+        text.str.extract_groups(LIBCXX_TERMINATE).alias("_libcxx"),
+        text.str.extract(ANDROID_SIGNAL, 1).alias("_android"),
     )
     run_id, path = sel["run_id"][0], sel["path"][0]
     rows: list[dict] = []
@@ -94,6 +104,15 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
                                     "illegal hardware instruction": "SIGILL"}.get(said)
             rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal", "what": msg[:300],
                          "signal": sig, "_stack": []})
+            continue
+        if r["_android"]:
+            rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal", "what": msg[:300],
+                         "signal": r["_android"], "_stack": []})
+            continue
+        m = r["_libcxx"] if r["_libcxx"]["type"] is not None else None
+        if m:
+            rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "terminate",
+                         "exc_type": m["type"], "what": m["what"], "_stack": []})
             continue
         m = r["_term"] if r["_is_term"] else None
         if m:

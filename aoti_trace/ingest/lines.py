@@ -52,6 +52,12 @@ GLOG = (r"^\[?(?P<level>[VIWEFC])\d{3,4} \d\d:\d\d:\d\d\.\d+(?: +\d+)? (?P<src>[
         r"(?:\[!?(?:[a-z]+/)?\d+/\d+(?:_\d+)?\] )?")  # + the compile id torch adds: '[0/0] ', '[!ca/0/1_1] '
 # older c10 logging without a timestamp: ``[E ProcessGroupNCCL.cpp:563] ``
 GLOG_SHORT = r"^\[(?P<level>[VIWEFC]) (?P<src>[^\s\]]+:\d+)\] ?"
+# ExecuTorch's ET_LOG ('E executorch:program.cpp:108] ', 'F 00:00:00.000658 executorch:operator_registry.cpp:33] ')
+GLOG_ET = r"^(?P<level>[DIWEFC]) (?:\d\d:\d\d:\d\d\.\d+ )?(?P<src>executorch:[^\s\]]+:\d+)\] ?"
+# Android logcat ('F/libc    (25506): ', '02-28 16:07:12.101: I/ETLOG(8314): '); the tag is the source
+LOGCAT = r"^(?:\d\d-\d\d \d\d:\d\d:\d\d\.\d+:? +)?(?P<level>[VDIWEF])/(?P<src>[\w.$-]+) *\( *\d+\): "
+# every log header that gives a line its level and source, tried in this order
+LOG_HEADERS = (GLOG, GLOG_SHORT, GLOG_ET, LOGCAT)
 # IPython / Jupyter tracebacks, rewritten into the standard form so that one traceback parser reads both
 # ('RuntimeError    Traceback (most recent call last)', 'File ~/x.py:12, in f(a)', 'Cell In[3], line 5',
 # '----> 12 out = model(x)' and IPython 7's 'x.py in f(a)')
@@ -96,6 +102,12 @@ PATTERNS: dict[str, str] = {
     "gdb_abort": r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?(?:__GI_)?(?:abort|raise|__pthread_kill\w*) \(",
     # a debugger's backtrace frame
     "gdb_frame": r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?\S",
+    # a build tool's own error line (CMake, LLVM): the build or the JIT stopped
+    "tool_error": r"^(?:CMake Error(?: at \S+)?:|LLVM ERROR: )",
+    # an application's error report that carries the exception ('Error during model prediction: CompilationError: ..')
+    "error_report": r"^Error(?: [a-z][\w ]{0,40})?: (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b",
+    # ExecuTorch's ET_CHECK failing (it aborts the process): 'In function CheckOk(), assert failed: hasValue_'
+    "et_check": r"^In function \w+\(\), assert failed",
     # a CI runner's closing line for a failed step (GitHub Actions): an exit status, not the error itself
     "ci_exit": r"^Error: Process completed with exit code (\d+)\.?\s*$",
     # a line that says something went wrong in words, without an error type: used only to say *what* failed once
@@ -233,15 +245,14 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
     if common:
         df = df.with_columns(pl.col("text").str.slice(common))
     # 2. glog header -> level, src; the rest is the message. IPython tracebacks are rewritten to the standard form.
-    glog = pl.col("text").str.extract_groups(GLOG)
-    short = pl.col("text").str.extract_groups(GLOG_SHORT)
-    header = pl.coalesce(pl.col("text").str.extract(GLOG, 0), pl.col("text").str.extract(GLOG_SHORT, 0))
+    parsed = [pl.col("text").str.extract_groups(h) for h in LOG_HEADERS]
+    header = pl.coalesce([pl.col("text").str.extract(h, 0) for h in LOG_HEADERS])
     msg = pl.col("text").str.slice(header.str.len_chars().fill_null(0))
     for pattern, repl in IPYTHON:
         msg = msg.str.replace(pattern, repl)
     df = df.with_columns(
-        pl.coalesce(glog.struct.field("level"), short.struct.field("level")).alias("level"),
-        pl.coalesce(glog.struct.field("src"), short.struct.field("src")).alias("src"),
+        pl.coalesce([g.struct.field("level") for g in parsed]).alias("level"),
+        pl.coalesce([g.struct.field("src") for g in parsed]).alias("src"),
         pl.concat_str([pl.col("_deco").fill_null(""), header.fill_null("")]).alias("prefix"),
         msg.alias("_msg"),
         pl.col("rank").fill_null(-1).alias("_rk"),
