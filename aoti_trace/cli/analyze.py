@@ -11,7 +11,7 @@ import click
 
 from aoti_trace.cli import cli
 from aoti_trace.errors import ReportError
-from aoti_trace.findings import SEVERITIES
+from aoti_trace.vocabulary import SEVERITIES
 from aoti_trace.report import FORMATS
 
 FAIL_ON = (*SEVERITIES, "never")

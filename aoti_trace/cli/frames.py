@@ -7,12 +7,15 @@ Without ``--out`` prints one line per frame with its row count. With ``--out`` w
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from aoti_trace.cli import cli
 from aoti_trace.errors import ReportError
-from aoti_trace.frames import FRAME_NAMES, Frames
+
+if TYPE_CHECKING:
+    from aoti_trace.frames import Frames
 
 EXTENSIONS = {"parquet": "parquet", "ndjson": "ndjson", "csv": "csv"}
 
@@ -21,6 +24,7 @@ def build(path: str) -> Frames:
     """Frames of everything found under ``path`` (the same discovery and parsing as ``analyze``)."""
     from aoti_trace.analysis import build_frames
     from aoti_trace.discover import discover
+    from aoti_trace.frames import Frames
 
     runs = discover([path])
     try:
@@ -38,6 +42,8 @@ def build(path: str) -> Frames:
 
 def write_frames(frames: Frames, out: Path, fmt: str) -> list[Path]:
     """Write every non-empty frame to ``out/<name>.<ext>``; returns the files written."""
+    from aoti_trace.frames import FRAME_NAMES
+
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -62,6 +68,8 @@ def write_frames(frames: Frames, out: Path, fmt: str) -> list[Path]:
 @click.option("--format", "fmt", type=click.Choice(sorted(EXTENSIONS)), default="parquet", show_default=True)
 def frames_command(path: str, out: Path | None, fmt: str) -> None:
     """Parse PATH into frames; print row counts, or write them to --out."""
+    from aoti_trace.frames import FRAME_NAMES
+
     frames = build(path)
     if out is None:
         width = max(len(n) for n in FRAME_NAMES)

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from aoti_trace.cli import cli
-from aoti_trace.findings import FAMILIES
+from aoti_trace.vocabulary import FAMILIES
 
 # suggested id letter per family (docs/rule-format.md)
 FAMILY_LETTER = {
