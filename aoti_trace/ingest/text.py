@@ -2,6 +2,9 @@
 
 Damaged text is never an error: undecodable bytes are replaced (``bad_utf8``) and a last line without a line
 terminator is kept (``cut_mid_line``), both recorded in the ``damage`` frame.
+
+Streams up to :data:`WHOLE_MAX` bytes are read whole and every line is kept. Longer ones (a 2 GiB stdout, a
+TORCH_LOGS=+dynamo stderr) are read in memory bounded by :data:`CHUNK` (:mod:`aoti_trace.ingest.text_stream`).
 """
 
 from __future__ import annotations
@@ -31,11 +34,17 @@ def read_stream(path: Path, stream: str, run_id: str) -> Frames:
     """Read one captured stream (``Path('-')``: standard input; ``.gz``: gzip) into frames."""
     if stream not in STREAMS:
         raise ValueError(f"stream must be one of {STREAMS}, not {stream!r}")
+    from aoti_trace.ingest import text_stream
+
     damage: list[dict] = []
     if str(path) == "-":
-        data = sys.stdin.buffer.read()
+        data = sys.stdin.buffer.read(text_stream.WHOLE_MAX + 1)
+        if len(data) > text_stream.WHOLE_MAX:
+            return text_stream.read_chunked(sys.stdin.buffer, data, stream, run_id, str(path))
     else:
         try:
+            if text_stream.is_long(Path(path)):
+                return text_stream.read_long_file(Path(path), stream, run_id)
             data = Path(path).read_bytes()
         except FileNotFoundError:
             raise InputError(f"no such file: {path}") from None
