@@ -143,3 +143,52 @@ def test_help_does_not_import_polars_pydantic_or_yaml():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert "analyze" in out.stdout  # the help was printed
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+# ---------------------------------------------------------------------------------------------- many files
+
+
+def _copies(folder: Path, count: int) -> list[Path]:
+    seeds = [REPO / "fixtures/cases/missing_custom_op/trace/dedicated_log_torch_trace_cskortti.log",
+             REPO / "fixtures/cases/cpp_compile_error/trace"]
+    sources = [seeds[0], *sorted(seeds[1].glob("dedicated_log_torch_trace*.log"))]
+    folder.mkdir(parents=True)
+    out = []
+    for i in range(count):
+        src = sources[i % len(sources)]
+        out.append(folder / f"dedicated_log_torch_trace_rank_{i}_{src.stem[-8:]}.log")
+        shutil.copy(src, out[-1])
+    return out
+
+
+def test_parallel_reading_gives_the_frames_of_sequential_reading(tmp_path, monkeypatch):
+    from aoti_trace import parallel
+    from aoti_trace.ingest.trace import read_trace
+
+    a = _copies(tmp_path / "a", 7)
+    b = _copies(tmp_path / "b", 5)
+    jobs = [(a, "ra"), (b, "rb")]
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_FILES", 2)
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+    got = list(parallel.read_traces(jobs))
+    for (files, run_id), frames in zip(jobs, got, strict=True):
+        want = read_trace(files, run_id)
+        assert set(frames.tables) == set(want.tables)
+        for name, df in want.tables.items():
+            assert frames.tables[name].equals(df), name
+        assert frames["events"].height > 0 and set(frames["events"]["path"].unique()) == {str(f) for f in files}
+
+
+def test_a_folder_of_many_traces_analyses_the_same_with_and_without_workers(tmp_path, monkeypatch):
+    from aoti_trace import parallel
+    from aoti_trace.analysis import analyze
+
+    _copies(tmp_path / "many", 20)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_FILES", 4)
+    monkeypatch.setenv(parallel.WORKERS_ENV, "1")
+    one = analyze([tmp_path / "many"])
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+    two = analyze([tmp_path / "many"])
+    assert [f.model_dump() for f in one.findings] == [f.model_dump() for f in two.findings]
+    for name in ("events", "compiles", "artifacts", "stacks", "damage"):
+        assert one.frames[name].equals(two.frames[name]), name
