@@ -34,6 +34,7 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     where = tmp_path / "cache"
     monkeypatch.setenv(cache.CACHE_DIR_ENV, str(where))
     monkeypatch.delenv(cache.NO_CACHE_ENV, raising=False)
+    monkeypatch.setattr(cache, "_MEMO", {})
     return where
 
 
@@ -54,6 +55,7 @@ def test_second_load_comes_from_the_cache_and_equals_the_first(rules_copy, cache
         raise AssertionError("parsed YAML although the cache holds the rule set")
 
     monkeypatch.setattr(loader, "_load_rules", fail)
+    cache._MEMO.clear()  # a new process: from the disk entry
     second = load_rules(rules_copy)
     assert _ids(second) == _ids(first) and len(first) > 0
     assert [r.model_dump() for r in second] == [r.model_dump() for r in first]
@@ -76,6 +78,7 @@ def test_a_corrupt_entry_is_ignored_and_rewritten(rules_copy, cache_dir):
     (entry,) = _entries(cache_dir)
     for garbage in (b"", b"not a pickle", entry.read_bytes()[: 40]):
         entry.write_bytes(garbage)
+        cache._MEMO.clear()  # a new process
         again = load_rules(rules_copy)
         assert _ids(again) == _ids(good)
         assert entry.read_bytes() not in (b"", b"not a pickle") and len(entry.read_bytes()) > 40
@@ -87,6 +90,7 @@ def test_an_entry_of_another_type_is_not_trusted(rules_copy, cache_dir):
     good = load_rules(rules_copy)
     (entry,) = _entries(cache_dir)
     entry.write_bytes(pickle.dumps({"rules": []}))
+    cache._MEMO.clear()
     assert _ids(load_rules(rules_copy)) == _ids(good)
 
 
@@ -95,6 +99,14 @@ def test_disabled_cache_writes_nothing(rules_copy, cache_dir, monkeypatch):
     assert cache.cache_dir() is None
     assert len(load_rules(rules_copy)) > 0
     assert not cache_dir.exists()
+
+
+def test_within_a_process_the_same_rules_load_once(rules_copy, cache_dir):
+    first = load_rules(rules_copy)
+    assert load_rules(rules_copy) is first
+    rule = sorted((rules_copy / "segfault").glob("*.yaml"))[0]
+    rule.write_text(rule.read_text().replace("title: ", "title: EDITED ", 1))
+    assert load_rules(rules_copy) is not first
 
 
 def test_an_unwritable_cache_folder_is_not_an_error(rules_copy, tmp_path, monkeypatch):

@@ -7,7 +7,8 @@ An entry is a pickle in the user cache folder, named by a SHA-256 over
 * the versions of aoti-trace, Python, Polars, pydantic and PyYAML, and the source of the modules that define what
   is stored (the rule schema and the loader), so an entry is never used by another version of the code.
 
-Any change gives a new name; nothing is ever updated in place. The cache is safe to delete at any time. An entry
+Any change gives a new name; nothing is ever updated in place. Within one process, a rule set with the same key is
+loaded once (callers treat it as read-only). The cache is safe to delete at any time. An entry
 that cannot be read or unpickled, or holds something else than expected, is ignored and written again. Writes are
 atomic (a temporary file renamed into place) and their failures (read-only home, full disk) are ignored.
 
@@ -35,6 +36,10 @@ CACHE_DIR_ENV = "AOTI_TRACE_CACHE_DIR"
 RULE_SUFFIXES = (".yaml", ".yml")
 FORMAT = b"aoti-trace.rule-cache/1"
 KEEP = 16  # entries kept (newest first); older ones are removed when a new one is written
+MEMO_SIZE = 8
+# Within one process, the same content key returns the same object (the rule engine keeps its compiled plan on a
+# RuleSet): callers treat a loaded rule set as read-only. The key is still computed, so an edited file is seen.
+_MEMO: dict[str, object] = {}
 
 
 def cache_dir() -> Path | None:
@@ -94,17 +99,22 @@ def cached(folders: Iterable[Path], build: Callable[[], T], expect: type, extra:
     if where is None:
         return build()
     try:
-        entry = where / f"rules-{rules_key(folders, extra)}.pickle"
+        key = rules_key(folders, extra)
     except OSError:  # a rule file vanished or is unreadable: the loader reports it
         return build()
+    if key in _MEMO:
+        return _MEMO[key]  # type: ignore[return-value]
+    entry = where / f"rules-{key}.pickle"
     try:
         value = pickle.loads(entry.read_bytes())
-        if isinstance(value, expect):
-            return value  # type: ignore[no-any-return]
+        if not isinstance(value, expect):
+            raise TypeError(type(value))
     except Exception:  # noqa: BLE001 - missing, truncated or from another world: rebuild
-        pass
-    value = build()
-    _write(entry, value)
+        value = build()
+        _write(entry, value)
+    if len(_MEMO) >= MEMO_SIZE:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[key] = value
     return value
 
 
