@@ -42,7 +42,7 @@ def build_frames(runs: list[RunInputs]) -> Frames:
     Each frame is concatenated once at the end (appending input by input costs time quadratic in the number of
     inputs); the trace files are read in parallel when there are many (:mod:`aoti_trace.parallel`).
     """
-    from aoti_trace.ingest import failure, package, process, text
+    from aoti_trace.ingest import failure, process, text
     from aoti_trace.parallel import read_traces
 
     frames = _Parts()
@@ -67,6 +67,8 @@ def build_frames(runs: list[RunInputs]) -> Frames:
                 frames.merge(text.read_stream(path, stream, run.run_id))
         frames.merge(process.read_process(run))
         for pkg in run.packages:
+            from aoti_trace.ingest import package  # only when there is a package (a costly import)
+
             frames.merge(package.package_frames(pkg, run.run_id))
     out = frames.frames()
     out.add("failures", failure.failures_frame(out))
