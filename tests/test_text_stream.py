@@ -169,3 +169,28 @@ def test_short_streams_keep_every_line(tmp_path):
     f = read_stream(path, "stderr", "r")
     assert f["lines"].height == data.count(b"\n")
     assert "lines_skipped" not in f["damage"].get_column("kind").to_list()
+
+
+def test_a_long_pipe_is_read_in_chunks(tmp_path, monkeypatch):
+    import os
+    import threading
+
+    monkeypatch.setattr(TS, "WHOLE_MAX", 64 << 10)
+    monkeypatch.setattr(TS, "CHUNK", 16 << 10)
+    monkeypatch.setattr(TS, "CUT_WINDOW", 8 << 10)
+    monkeypatch.setattr(TS, "HEAD_LINES", 20)
+    monkeypatch.setattr(TS, "TAIL_LINES", 20)
+    data = (DATA / "aoti_output_code.stderr.txt").read_bytes() + (DATA / "aoti_oob.stderr.txt").read_bytes()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    def write():
+        with open(fifo, "wb") as out:
+            out.write(data)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    f = read_stream(fifo, "stderr", "r")
+    writer.join(timeout=30)
+    assert "lines_skipped" in f["damage"].get_column("kind").to_list()
+    assert f["exceptions"].height >= 1

@@ -45,7 +45,13 @@ def read_stream(path: Path, stream: str, run_id: str) -> Frames:
         try:
             if text_stream.is_long(Path(path)):
                 return text_stream.read_long_file(Path(path), stream, run_id)
-            data = Path(path).read_bytes()
+            if Path(path).exists() and not Path(path).is_file() and not Path(path).is_dir():
+                with open(path, "rb") as fh:  # a pipe (--stderr <(cmd)): as long as it is, like standard input
+                    data = fh.read(text_stream.WHOLE_MAX + 1)
+                    if len(data) > text_stream.WHOLE_MAX:
+                        return text_stream.read_chunked(fh, data, stream, run_id, str(path))
+            else:
+                data = Path(path).read_bytes()
         except FileNotFoundError:
             raise InputError(f"no such file: {path}") from None
         except IsADirectoryError:
