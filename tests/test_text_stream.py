@@ -28,7 +28,6 @@ CASES = REPO / "fixtures" / "cases"
 def small_chunks(monkeypatch):
     """Every stream goes through the chunked path, 16 KiB at a time, keeping 20 head and 20 tail lines."""
     monkeypatch.setattr(TS, "WHOLE_MAX", 0)
-    monkeypatch.setattr(TS, "GZIP_WHOLE_MAX", 0)
     monkeypatch.setattr(TS, "CHUNK", 16 << 10)
     monkeypatch.setattr(TS, "CUT_WINDOW", 8 << 10)
     monkeypatch.setattr(TS, "HEAD_LINES", 20)
@@ -44,7 +43,6 @@ def _findings(case: Path) -> list[tuple[str, str, str]]:
 def test_chunked_read_finds_what_the_whole_read_finds(case, monkeypatch):
     whole = _findings(CASES / case)
     monkeypatch.setattr(TS, "WHOLE_MAX", 0)
-    monkeypatch.setattr(TS, "GZIP_WHOLE_MAX", 0)
     monkeypatch.setattr(TS, "CHUNK", 4 << 10)
     monkeypatch.setattr(TS, "CUT_WINDOW", 2 << 10)
     monkeypatch.setattr(TS, "HEAD_LINES", 10)
@@ -192,5 +190,18 @@ def test_a_long_pipe_is_read_in_chunks(tmp_path, monkeypatch):
     writer.start()
     f = read_stream(fifo, "stderr", "r")
     writer.join(timeout=30)
+    assert "lines_skipped" in f["damage"].get_column("kind").to_list()
+    assert f["exceptions"].height >= 1
+
+
+def test_a_small_gzip_that_decompresses_to_a_long_stream_is_chunked(tmp_path, monkeypatch):
+    monkeypatch.setattr(TS, "WHOLE_MAX", 64 << 10)
+    monkeypatch.setattr(TS, "CHUNK", 16 << 10)
+    monkeypatch.setattr(TS, "CUT_WINDOW", 8 << 10)
+    data = (DATA / "aoti_output_code.stderr.txt").read_bytes() * 4 + (DATA / "aoti_oob.stderr.txt").read_bytes()
+    gz = tmp_path / "stderr.txt.gz"
+    gz.write_bytes(gzip.compress(data))
+    assert gz.stat().st_size < TS.WHOLE_MAX < len(data)
+    f = read_stream(gz, "stderr", "r")
     assert "lines_skipped" in f["damage"].get_column("kind").to_list()
     assert f["exceptions"].height >= 1

@@ -3,8 +3,8 @@
 Damaged text is never an error: undecodable bytes are replaced (``bad_utf8``) and a last line without a line
 terminator is kept (``cut_mid_line``), both recorded in the ``damage`` frame.
 
-Streams up to :data:`WHOLE_MAX` bytes are read whole and every line is kept. Longer ones (a 2 GiB stdout, a
-TORCH_LOGS=+dynamo stderr) are read in memory bounded by :data:`CHUNK` (:mod:`aoti_trace.ingest.text_stream`).
+Streams up to 64 MiB are read whole and every line is kept. Longer ones (a 2 GiB stdout, a TORCH_LOGS=+dynamo
+stderr) and gzip files are read in bounded memory by :mod:`aoti_trace.ingest.text_stream`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Long captured streams in bounded memory: read in line-aligned chunks, classify each, keep what matters.
 
-A stream longer than :data:`WHOLE_MAX` bytes is read :data:`CHUNK` bytes at a time. Each chunk is classified by the
+A stream longer than :data:`WHOLE_MAX` bytes (a file, a pipe, standard input, or a gzip file once decompressed; gzip
+is always decompressed here, on demand) is read :data:`CHUNK` bytes at a time. Each chunk is classified by the
 same code as a short stream (:func:`aoti_trace.ingest.lines.classify`) and its ``exceptions``, ``device_asserts``,
 ``faults`` and ``printer`` rows are assembled from it; then only part of it is kept:
 
@@ -20,7 +21,6 @@ than a chunk is split (``damage`` kind ``line_split``).
 
 from __future__ import annotations
 
-import gzip
 import re
 import zlib
 from pathlib import Path
@@ -42,7 +42,7 @@ HEAD_LINES = 2_000
 TAIL_LINES = 2_000
 MAX_KEPT_LINES = 100_000  # lines that matter, beyond head and tail: the first and the last half
 MAX_ROWS = 2_000  # per assembled frame: the first and the last half
-GZIP_WHOLE_MAX = WHOLE_MAX // 8  # a gzip file up to this size is decompressed whole (the short path)
+GZIP_MAGIC = b"\x1f\x8b"
 
 # Kinds that are only counted in a long stream (unless error-looking or in the head or tail)
 BULK_KINDS = ("plain", "torch_log", "output_code", "printer", "noise")
@@ -61,25 +61,64 @@ _ASSEMBLED = (
 
 
 def is_long(path: Path) -> bool:
-    """True when ``path`` is read in chunks: a file over :data:`WHOLE_MAX` bytes (gzip: :data:`GZIP_WHOLE_MAX`)."""
+    """True when ``path`` is read here: a file over :data:`WHOLE_MAX` bytes, or any gzip file (decompressed here
+    in bounded memory: a small gzip file can hold gigabytes)."""
     size = path.stat().st_size
-    if size <= GZIP_WHOLE_MAX:
-        return False
     if size > WHOLE_MAX:
         return True
+    if size < 2 or not path.is_file():
+        return False
     with path.open("rb") as f:
-        return f.read(2) == b"\x1f\x8b"
+        return f.read(2) == GZIP_MAGIC
 
 
 def read_long_file(path: Path, stream: str, run_id: str) -> Frames:
-    """Chunked read of a long file (plain or gzip)."""
+    """A long file, or a gzip file of any size: whole when it decompresses to :data:`WHOLE_MAX` bytes or less."""
+    from aoti_trace.ingest.text import _damage, read_text_bytes
+
     with path.open("rb") as raw:
-        gz = raw.read(2) == b"\x1f\x8b"
-        raw.seek(0)
-        if not gz:
+        if raw.read(2) != GZIP_MAGIC:
+            raw.seek(0)
             return read_chunked(raw, b"", stream, run_id, str(path))
-        with gzip.GzipFile(fileobj=raw) as f:
-            return read_chunked(f, b"", stream, run_id, str(path))
+        raw.seek(0)
+        reader = _Gunzip(raw)
+        first = reader.read(WHOLE_MAX + 1)
+        if len(first) > WHOLE_MAX:
+            return read_chunked(reader, first, stream, run_id, str(path))
+    frames = read_text_bytes(first, stream, run_id, str(path))
+    if reader.error:
+        frames.add("damage", pl.DataFrame([_damage(
+            run_id, str(path), None, "truncated_payload", 1,
+            f"gzip stream is damaged ({reader.error}); analysed the {len(first)} bytes that could be decompressed")]))
+    return frames
+
+
+class _Gunzip:
+    """A gzip stream decompressed on demand, at most ``n`` bytes per ``read(n)``; a damaged or truncated stream
+    ends early and sets :attr:`error` (what was decompressed before the damage is kept)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw, self.z, self.buf = raw, zlib.decompressobj(16 + zlib.MAX_WBITS), b""
+        self.done = False
+        self.error: str | None = None
+
+    def read(self, n: int) -> bytes:
+        while len(self.buf) < n and not self.done:
+            data = self.z.unconsumed_tail or self.raw.read(1 << 20)
+            if not data:
+                self.done = True
+                if not self.z.eof:
+                    self.error = "the stream ends before its end marker (truncated)"
+                break
+            try:
+                self.buf += self.z.decompress(data, n - len(self.buf))
+            except zlib.error as exc:
+                self.done, self.error = True, str(exc)
+                break
+            if self.z.eof:  # a second gzip member, if any, is not read
+                self.done = True
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
 
 
 def read_chunked(f: BinaryIO, first: bytes, stream: str, run_id: str, path: str) -> Frames:
@@ -118,7 +157,7 @@ def read_chunked(f: BinaryIO, first: bytes, stream: str, run_id: str, path: str)
         del lines
         acc.add(df.head(keep) if keep < df.height else df, lineno - 1)
         lineno += keep  # the parts of a split line count as lines
-    if carry:  # only when the stream ended right after a chunk boundary (no chunk followed)
+    if carry:  # defensive: a last chunk that held no line
         acc.add(L.classify(carry, stream, run_id, path), lineno - 1)
     gzip_error = acc.gzip_error
     frames = acc.frames(stream)
@@ -130,11 +169,13 @@ def read_chunked(f: BinaryIO, first: bytes, stream: str, run_id: str, path: str)
         damage.append(_damage(run_id, path, acc.total_lines, "cut_mid_line", 1,
                               f"the last line has no line terminator: the {stream} capture may have been cut "
                               f"mid-line ({len(last_line)} characters: {last_line[:80]!r})"))
+    gzip_error = gzip_error or getattr(f, "error", None)
     if gzip_error:
-        damage.append(_damage(run_id, path, None, "truncated_payload", 1, gzip_error))
+        damage.append(_damage(run_id, path, None, "truncated_payload", 1,
+                              f"gzip stream is damaged ({gzip_error}); analysed the text decompressed before it"))
     if acc.split_lines:
         damage.append(_damage(run_id, path, None, "line_split", acc.split_lines,
-                              f"{acc.split_lines} line(s) longer than {CHUNK >> 20} MiB were split in parts"))
+                              f"{acc.split_lines} line(s) longer than {CHUNK / (1 << 20):g} MiB were split in parts"))
     damage += acc.skipped(run_id, path, stream)
     if damage:
         frames.add("damage", pl.DataFrame(damage, infer_schema_length=None))
@@ -152,8 +193,8 @@ def _chunks(f: BinaryIO, first: bytes, acc: _Kept) -> Iterator[tuple[bytes, bool
         while len(buf) < CHUNK and not eof:
             try:
                 more = f.read(CHUNK - len(buf))
-            except (OSError, EOFError, zlib.error) as exc:  # a damaged gzip stream: keep what was decompressed
-                acc.gzip_error = f"gzip stream is damaged ({exc}); analysed the text decompressed before it"
+            except (OSError, EOFError, zlib.error) as exc:  # a damaged stream: keep what was read
+                acc.gzip_error = str(exc)
                 more = b""
             if not more:
                 eof = True
