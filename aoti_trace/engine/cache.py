@@ -57,17 +57,16 @@ def cache_dir() -> Path | None:
 
 
 def _versions() -> bytes:
-    from importlib import metadata
+    import polars
+    import pydantic
+    import yaml
 
     import aoti_trace
     from aoti_trace.engine import loader, schema
 
     parts = [FORMAT, aoti_trace.__version__.encode(), sys.version.encode()]
-    for dist in ("polars", "pydantic", "pyyaml"):
-        try:
-            parts.append(f"{dist}={metadata.version(dist)}".encode())
-        except metadata.PackageNotFoundError:
-            parts.append(f"{dist}=?".encode())
+    for name, module in (("polars", polars), ("pydantic", pydantic), ("pyyaml", yaml)):  # already imported
+        parts.append(f"{name}={getattr(module, '__version__', getattr(module, 'VERSION', '?'))}".encode())
     for module in (schema, loader):  # what a cached RuleSet is made of: a source edit invalidates the entry
         parts.append(Path(module.__file__).read_bytes())  # type: ignore[arg-type]
     return b"\0".join(parts)
