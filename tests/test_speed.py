@@ -204,3 +204,19 @@ def test_a_folder_of_many_traces_analyses_the_same_with_and_without_workers(tmp_
     assert [f.model_dump() for f in one.findings] == [f.model_dump() for f in two.findings]
     for name in ("events", "compiles", "artifacts", "stacks", "damage"):
         assert one.frames[name].equals(two.frames[name]), name
+
+
+def test_without_worker_processes_the_files_are_read_here(tmp_path, monkeypatch):
+    from aoti_trace import parallel
+    from aoti_trace.ingest.trace import read_trace
+
+    files = _copies(tmp_path / "a", 5)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_FILES", 2)
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+
+    def no_processes(*_a, **_k):
+        raise OSError("cannot start processes here")
+
+    monkeypatch.setattr(parallel, "_read_parallel", no_processes)
+    (frames,) = parallel.read_traces([(files, "r")])
+    assert frames["events"].equals(read_trace(files, "r")["events"])
