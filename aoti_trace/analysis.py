@@ -15,7 +15,7 @@ import polars as pl
 
 from aoti_trace.discover import RunInputs, discover
 from aoti_trace.findings import Finding
-from aoti_trace.frames import Frames, schema
+from aoti_trace.frames import Frames, conform, schema
 
 if TYPE_CHECKING:
     from aoti_trace.minify import MinifyResult
@@ -43,10 +43,16 @@ class Analysis:
 
 
 def build_frames(runs: list[RunInputs]) -> Frames:
-    """Parse every input of every run into one set of frames keyed by ``run_id``."""
-    from aoti_trace.ingest import failure, package, process, text, trace
+    """Parse every input of every run into one set of frames keyed by ``run_id``.
 
-    frames = Frames()
+    Each frame is concatenated once at the end (appending input by input costs time quadratic in the number of
+    inputs); the trace files are read in parallel when there are many (:mod:`aoti_trace.parallel`).
+    """
+    from aoti_trace.ingest import failure, process, text
+    from aoti_trace.parallel import read_traces
+
+    frames = _Parts()
+    traces = read_traces([(run.trace_files, run.run_id) for run in runs if run.trace_files and not run.is_empty()])
     for run in runs:
         if run.skipped:  # found by discovery but not read: a FIFO, an unreadable file, a link out of the folder
             frames.add("damage", pl.DataFrame([
@@ -61,15 +67,36 @@ def build_frames(runs: list[RunInputs]) -> Frames:
             }]))
             continue
         if run.trace_files:
-            frames.merge(trace.read_trace(run.trace_files, run.run_id))
+            frames.merge(next(traces))
         for stream, paths in (("stderr", run.stderr), ("stdout", run.stdout)):
             for path in paths:
                 frames.merge(text.read_stream(path, stream, run.run_id))
         frames.merge(process.read_process(run))
         for pkg in run.packages:
+            from aoti_trace.ingest import package  # only when there is a package (a costly import)
+
             frames.merge(package.package_frames(pkg, run.run_id))
-    frames.add("failures", failure.failures_frame(frames))
-    return frames
+    out = frames.frames()
+    out.add("failures", failure.failures_frame(out))
+    return out
+
+
+class _Parts:
+    """Frames collected input by input and concatenated once (same interface as :class:`Frames` for adding)."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[pl.DataFrame]] = {}
+
+    def add(self, name: str, df: pl.DataFrame) -> None:
+        self.parts.setdefault(name, []).append(conform(name, df))
+
+    def merge(self, other: Frames) -> None:
+        for name, df in other.tables.items():
+            self.parts.setdefault(name, []).append(df)
+
+    def frames(self) -> Frames:
+        return Frames({name: dfs[0] if len(dfs) == 1 else pl.concat(dfs, how="diagonal_relaxed")
+                       for name, dfs in self.parts.items()})
 
 
 def analyze(

@@ -112,14 +112,15 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "run_id": (Str, "analysed run"),
             "path": (Str, "damaged file"),
             "lineno": (I64, "first damaged line"),
-            "kind": (Str, "no_inputs | truncated_line | truncated_payload | md5_mismatch | bad_json | bad_header | bad_utf8 | bad_gzip | unknown_event | schema_drift | orphan_payload | no_trace_files | empty_file | unreadable | not_regular_file | symlink_skipped | lost_output | incomplete_compile | cut_mid_line"),
+            "kind": (Str, "no_inputs | truncated_line | truncated_payload | md5_mismatch | bad_json | bad_header | bad_utf8 | bad_gzip | unknown_event | schema_drift | orphan_payload | no_trace_files | empty_file | unreadable | not_regular_file | symlink_skipped | lost_output | incomplete_compile | cut_mid_line | line_split | lines_skipped"),
             "count": (I64, "occurrences"),
             "detail": (Str, "human-readable description of the first occurrence"),
         },
     ),
     # ------------------------------------------------------------------ stderr / stdout
     "lines": (
-        "Every line of captured stderr/stdout (ANSI colours stripped), classified.",
+        "Every line of captured stderr/stdout (ANSI colours stripped), classified. Of a stream over 64 MiB, only the "
+        "head, the tail and the failure signals (damage kind lines_skipped counts the rest).",
         {
             "run_id": (Str, "analysed run"),
             "stream": (Str, "stderr | stdout"),

@@ -40,11 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import polars as pl
-
 from aoti_trace.capture import capture, python_of
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from aoti_trace.analysis import Analysis
     from aoti_trace.findings import Finding
 
@@ -218,6 +218,8 @@ _COPIED_RE = r"Copying repro file for convenience to (/.*\.py)\s*$"
 
 
 def _lines(path: Path) -> pl.Series:
+    import polars as pl  # lazy: `aoti-trace --help` imports this module
+
     try:
         text = path.read_bytes().decode("utf-8", errors="replace")
     except OSError:

@@ -56,8 +56,11 @@ def split_records(data: bytes) -> list[tuple[bytes, bytes]]:
     return recs
 
 
-def build_log(target_mb: int) -> Path:
-    out_dir = DATA / f"trace_{target_mb}MB"
+def build_log(target_mb: int, sources: list[Path] | None = None, keep=None, name: str = "trace") -> Path:
+    """``bench/data/<name>_<N>MB/``: the records of ``sources`` (default: every fixture trace) replicated up to
+    ``target_mb``; ``keep(header, payload)`` selects the records to replicate (default: all; the ``str`` table
+    records are always merged)."""
+    out_dir = DATA / f"{name}_{target_mb}MB"
     out = out_dir / "dedicated_log_torch_trace_bench.log"
     if out.exists() and out.stat().st_size >= target_mb * 1_000_000:
         return out
@@ -65,7 +68,7 @@ def build_log(target_mb: int) -> Path:
     table: dict[bytes, int] = {}  # quoted path -> global id
     str_lines: list[bytes] = []
     bodies: list[list[tuple[bytes, bytes, bool]]] = []  # per seed: (header, payload, has_frame_id)
-    for seed in seeds():
+    for seed in sources if sources is not None else seeds():
         local: dict[int, int] = {}
         body = []
         for header, payload in split_records(seed.read_bytes()):
@@ -81,8 +84,10 @@ def build_log(target_mb: int) -> Path:
             if b'"filename": ' in header:
                 header = FILENAME_RE.sub(lambda mm: b'"filename": ' + str(local.get(int(mm[1]), int(mm[1]))).encode(),
                                          header)
-            body.append((header, payload, b'"frame_id": ' in header))
-        bodies.append(body)
+            if keep is None or keep(header, payload):
+                body.append((header, payload, b'"frame_id": ' in header))
+        if body:
+            bodies.append(body)
     size = 0
     with open(out, "wb") as fh:
         for line in str_lines:

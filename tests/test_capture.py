@@ -83,23 +83,24 @@ def test_segfaulting_child_leaves_faulthandler_dump_and_manifest(tmp_path):
     assert m["signal"] == "SIGSEGV" and m["exit_code"] == -11 and m["capture"]["complete"] is True
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 def test_hanging_child_is_ended_by_timeout(tmp_path):
+    # Outcome, not speed: the child would sleep 600 s; it must be ended by the 3 s limit (SIGTERM, exit 124),
+    # which any machine load leaves far below 600 s.
     out = tmp_path / "hang"
     cmd = [sys.executable, "-m", "aoti_trace.capture", "--out", str(out), "--timeout", "3", "--",
-           sys.executable, "-c", "import time; print('sleeping', flush=True); time.sleep(60)"]
-    start = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=60)
-    elapsed = time.monotonic() - start
+           sys.executable, "-c", "import time; print('sleeping', flush=True); time.sleep(600)"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=590)
 
-    assert elapsed < 15
     assert proc.returncode == 124
     assert "timed out" in proc.stderr
     m = manifest(out)
     assert m["timed_out"] is True and m["signal"] == "SIGTERM"
-    assert 3 <= m["duration_s"] < 15
+    assert 3 <= m["duration_s"] < 600
     assert (out / "stdout.txt").read_text() == "sleeping\n"
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 def test_ctrl_c_is_forwarded_to_the_child_and_the_manifest_is_written(tmp_path):
     out = tmp_path / "int"
     code = "import time; print('started', flush=True); time.sleep(60)"
@@ -203,6 +204,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           env=env, timeout=120)
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 def test_cli_run_json_keeps_stdout_clean_and_exit_code_follows_the_findings(tmp_path):
     out = tmp_path / "cap"
     code = "import ctypes; print('child stdout'); ctypes.string_at(0)"
@@ -216,6 +218,7 @@ def test_cli_run_json_keeps_stdout_clean_and_exit_code_follows_the_findings(tmp_
     assert (out / "stdout.txt").read_text() == "child stdout\n"
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 def test_cli_run_default_out_and_capture_errors(tmp_path):
     proc = _cli("run", "--rules", str(RULES), "--", sys.executable, "-c", "print('ok')", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

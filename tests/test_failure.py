@@ -233,12 +233,14 @@ def test_analyze_pasted_log_exits_1(tmp_path):
     assert "No problem found" not in res.stdout and "KeyError: 'model'" in res.stdout
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 def test_run_of_a_failing_command_exits_nonzero(tmp_path):
     res = _cli("run", "--out", str(tmp_path / "c"), "--", sys.executable, "-c", "raise ValueError('boom')")
     assert res.returncode == 1, res.stdout + res.stderr
     assert "No problem found" not in res.stdout and "ValueError: boom" in res.stdout
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 def test_run_that_times_out_exits_nonzero(tmp_path):
     res = _cli("run", "--timeout", "2", "--out", str(tmp_path / "c"), "--",
                sys.executable, "-c", "import time; time.sleep(30)")

@@ -85,6 +85,7 @@ def test_ladder_turns_an_unchecked_shape_error_into_the_input_check_message(tiny
     assert saved["stopped_at"] == "2" and saved["diagnosis"]["rule_id"] == "AOTI-E902"
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 def test_ladder_walks_every_stage_when_nothing_is_definite_and_skips_cuda_stages_on_cpu(tmp_path):
     out = tmp_path / "ladder"
     cmd = [sys.executable, "-c", "import ctypes; ctypes.string_at(0)"]

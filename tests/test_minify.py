@@ -155,22 +155,26 @@ def test_verdict_needs_the_same_rule_and_family(cpu):
     assert verdict(None, verified)[0] == "unverified"
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 def test_a_crash_leaves_no_launcher_and_says_so(tmp_path):
     result, _ = minify(SEGFAULT, tmp_path / "m")
     assert result.status == "no_launcher" and "killed by SIGSEGV" in result.reason
     assert "AOTINDUCTOR_REPRO_LEVEL=3" in result.reason
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 def test_a_failure_outside_aoti_compile_leaves_no_launcher(tmp_path):
     result, _ = minify([sys.executable, "-c", "raise RuntimeError('not an AOTI failure')"], tmp_path / "m")
     assert result.status == "no_launcher" and "aoti_compile_and_package" in result.reason
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 def test_a_command_that_works_has_nothing_to_minify(tmp_path):
     result, _ = minify([sys.executable, "-c", "print('fine')"], tmp_path / "m")
     assert result.status == "nothing_to_minify" and not result.reproduced
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 def test_cli_minify_declines_an_environment_failure_after_one_run(tmp_path):
     _register()
     out = tmp_path / "m"
@@ -190,6 +194,7 @@ def test_cli_minify_declines_an_environment_failure_after_one_run(tmp_path):
 # --------------------------------------------------------------------------- ladder --minify
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 def test_ladder_minify_stage_skips_what_it_cannot_help(tmp_path):
     result = run_ladder(MISSING_LIB, tmp_path / "l", echo=False, minify=True)
     assert result.decisive.stage.id == "1"
@@ -200,6 +205,7 @@ def test_ladder_minify_stage_skips_what_it_cannot_help(tmp_path):
     assert json.loads((tmp_path / "l" / "ladder.json").read_text())["minify"]["status"] == "cannot_minify"
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 def test_ladder_minify_stage_runs_after_the_last_stage(tmp_path):
     result = run_ladder(SEGFAULT, tmp_path / "l", echo=False, minify=True)
     assert result.decisive is None and result.minify.status == "no_launcher"

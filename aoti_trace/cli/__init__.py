@@ -16,22 +16,44 @@ from aoti_trace.errors import AotiTraceError
 BUG_HINT = "this is a bug in aoti-trace; please report it with the command line and the traceback above (AOTI_TRACE_DEBUG=1)"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# command -> the module of aoti_trace.cli that defines it; a module is imported when one of its commands is used
+# (`aoti-trace analyze` does not pay for the imports of the other commands)
+COMMANDS: dict[str, str] = {
+    "analyze": "analyze", "frames": "frames", "inspect": "inspect", "ladder": "run", "minify": "minify",
+    "rules": "rules", "run": "run", "scoreboard": "scoreboard",
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            import importlib
+
+            importlib.import_module(f"aoti_trace.cli.{COMMANDS[cmd_name]}")  # adds its commands to `cli`
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="aoti-trace")
 def cli() -> None:
     """Diagnose AOTInductor compile, package, load and run failures."""
 
 
 def _register() -> None:
-    # Imported for their side effect of adding commands to `cli`.
-    from aoti_trace.cli import analyze, frames, inspect, minify, rules, run, scoreboard  # noqa: F401
+    """Import every command module (each adds its commands to `cli`); the CLI itself imports them on first use."""
+    import importlib
+
+    for module in sorted(set(COMMANDS.values())):
+        importlib.import_module(f"aoti_trace.cli.{module}")
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point with aoti-trace's exit-code policy."""
     import os
 
-    _register()
     try:
         code = cli.main(args=argv, prog_name="aoti-trace", standalone_mode=False)
     except AotiTraceError as exc:

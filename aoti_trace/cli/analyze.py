@@ -12,7 +12,7 @@ import click
 from aoti_trace.cli import cli
 from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
 from aoti_trace.errors import ReportError
-from aoti_trace.findings import SEVERITIES
+from aoti_trace.vocabulary import SEVERITIES
 from aoti_trace.report import FORMATS
 
 FAIL_ON = (*SEVERITIES, "never")

@@ -8,13 +8,16 @@ every format can hold them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from aoti_trace.cli import cli
 from aoti_trace.cli.options import format_option, out_option
 from aoti_trace.errors import ReportError
-from aoti_trace.frames import FRAME_NAMES, Frames
+
+if TYPE_CHECKING:
+    from aoti_trace.frames import Frames
 
 EXTENSIONS = {"parquet": "parquet", "ndjson": "ndjson", "csv": "csv"}
 
@@ -23,6 +26,7 @@ def build(paths: list[str]) -> Frames:
     """Frames of everything found under ``paths`` (the same discovery and parsing as ``analyze``)."""
     from aoti_trace.analysis import build_frames
     from aoti_trace.discover import discover
+    from aoti_trace.frames import Frames
 
     runs = discover(list(paths))
     try:
@@ -40,6 +44,8 @@ def build(paths: list[str]) -> Frames:
 
 def write_frames(frames: Frames, out: Path, fmt: str) -> list[Path]:
     """Write every non-empty frame to ``out/<name>.<ext>``; returns the files written."""
+    from aoti_trace.frames import FRAME_NAMES
+
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -64,6 +70,8 @@ def write_frames(frames: Frames, out: Path, fmt: str) -> list[Path]:
 @format_option(sorted(EXTENSIONS), "parquet")
 def frames_command(paths: tuple[str, ...], out: Path | None, fmt: str) -> None:
     """Parse PATHs into frames; print row counts, or write them to --out."""
+    from aoti_trace.frames import FRAME_NAMES
+
     frames = build(list(paths))
     if out is None:
         width = max(len(n) for n in FRAME_NAMES)

@@ -14,7 +14,7 @@ import click
 
 from aoti_trace.cli import cli
 from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
-from aoti_trace.findings import FAMILIES
+from aoti_trace.vocabulary import FAMILIES
 
 # suggested id letter per family (docs/rule-format.md)
 FAMILY_LETTER = {

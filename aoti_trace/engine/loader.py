@@ -25,6 +25,7 @@ from aoti_trace.errors import RuleError
 FRAGMENT_RE = re.compile(r"%\{([A-Z][A-Z0-9_]*)\}")
 SPECIAL_FILES = ("fragments.yaml", "ignore.yaml")
 RULES_ENV = "AOTI_TRACE_RULES"  # extra rule folders, os.pathsep-separated, added to the built-in library
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it (~20x faster)
 
 
 def default_rules_dir() -> Path:
@@ -81,15 +82,18 @@ def _parse(path: Path) -> tuple[Any, yaml.Node | None]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"{path}:1:1: cannot read rule file: {exc}") from None
+    loader = _LOADER(text)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = loader.get_single_node()  # one parse: the nodes keep positions, the data is built from them
+        data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else f"{path}:1:1"
         raise RuleError(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:
         raise RuleError(f"{path}:1:1: invalid YAML: {exc}") from None
+    finally:
+        loader.dispose()
     return data, node
 
 
@@ -258,13 +262,23 @@ def _root_for(path: Path) -> Path:
 
 def load_rules(path: str | Path | None = None) -> RuleSet:
     """Load every rule under ``path`` (default: :func:`default_rules_dir`); a :class:`RuleSet` is returned as it is
-    (see :func:`load_library`). Raises :class:`RuleError`."""
+    (see :func:`load_library`). Raises :class:`RuleError`.
+
+    The result comes from the on-disk cache (:mod:`aoti_trace.engine.cache`) when these rule files were loaded
+    before by this version of aoti-trace; a rule set with errors is never cached.
+    """
+    from aoti_trace.engine import cache
+
     if isinstance(path, RuleSet):
         return path
     target = Path(path) if path is not None else default_rules_dir()
     if not target.exists():
         raise RuleError(f"{target}:1:1: no such rules file or folder")
     root = _root_for(target)
+    return cache.cached([root], lambda: _load_rules(target, root), RuleSet, extra=str(target.resolve()))
+
+
+def _load_rules(target: Path, root: Path) -> RuleSet:
     fragments = load_fragments(root / "fragments.yaml")
     ignore = load_ignore(root / "ignore.yaml")
     rs = RuleSet(root=root, fragments=fragments, ignore=ignore)
@@ -294,7 +308,12 @@ def load_library(extra: list[str | Path] | tuple = (), *, builtin: bool = True, 
     unique = list({(f.resolve() if f.exists() else f): f for f in folders}.values())
     if not unique:
         raise RuleError(f"no rules to load: --no-builtin-rules needs --rules DIR (or ${RULES_ENV})")
-    merged = load_rules(unique[0])
+    first = load_rules(unique[0])
+    if len(unique) == 1:
+        return first
+    # load_rules may hand out a shared (memoised) RuleSet: merge into a new one, never into it
+    merged = RuleSet(rules=list(first.rules), root=first.root, paths=dict(first.paths), ignore=list(first.ignore),
+                     fragments=dict(first.fragments), roots=dict(first.roots))
     for folder in unique[1:]:
         rs = load_rules(folder)
         names = {r.name: merged.paths[r.id] for r in merged.rules}

@@ -2,6 +2,9 @@
 
 Damaged text is never an error: undecodable bytes are replaced (``bad_utf8``) and a last line without a line
 terminator is kept (``cut_mid_line``), both recorded in the ``damage`` frame.
+
+Streams up to 64 MiB are read whole and every line is kept. Longer ones (a 2 GiB stdout, a TORCH_LOGS=+dynamo
+stderr) and gzip files are read in bounded memory by :mod:`aoti_trace.ingest.text_stream`.
 """
 
 from __future__ import annotations
@@ -31,12 +34,24 @@ def read_stream(path: Path, stream: str, run_id: str) -> Frames:
     """Read one captured stream (``Path('-')``: standard input; ``.gz``: gzip) into frames."""
     if stream not in STREAMS:
         raise ValueError(f"stream must be one of {STREAMS}, not {stream!r}")
+    from aoti_trace.ingest import text_stream
+
     damage: list[dict] = []
     if str(path) == "-":
-        data = sys.stdin.buffer.read()
+        data = sys.stdin.buffer.read(text_stream.WHOLE_MAX + 1)
+        if len(data) > text_stream.WHOLE_MAX:
+            return text_stream.read_chunked(sys.stdin.buffer, data, stream, run_id, str(path))
     else:
         try:
-            data = Path(path).read_bytes()
+            if text_stream.is_long(Path(path)):
+                return text_stream.read_long_file(Path(path), stream, run_id)
+            if Path(path).exists() and not Path(path).is_file() and not Path(path).is_dir():
+                with open(path, "rb") as fh:  # a pipe (--stderr <(cmd)): as long as it is, like standard input
+                    data = fh.read(text_stream.WHOLE_MAX + 1)
+                    if len(data) > text_stream.WHOLE_MAX:
+                        return text_stream.read_chunked(fh, data, stream, run_id, str(path))
+            else:
+                data = Path(path).read_bytes()
         except FileNotFoundError:
             raise InputError(f"no such file: {path}") from None
         except IsADirectoryError:

@@ -400,6 +400,7 @@ def test_10_truncated_log_gz_keeps_what_decompressed(tmp_path, rules):
 
 
 # ---------------------------------------------------------------------------------------------- 11
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 @pytest.mark.xfail(strict=False, reason="lead: failure detection")
 def test_11_run_timeout_is_not_no_problem_found(tmp_path):
     """A command ended by ``run --timeout`` (a sleep, standing in for a hung repro) must not be reported as
@@ -411,6 +412,7 @@ def test_11_run_timeout_is_not_no_problem_found(tmp_path):
     assert any(f["severity"] == "error" for f in json.loads(res.stdout)["findings"])
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 @pytest.mark.xfail(strict=False, reason="lead: failure detection")
 def test_11_sigterm_during_run_is_not_no_problem_found(tmp_path):
     """SIGTERM to ``aoti-trace run`` (forwarded to the command): non-zero exit and an error finding."""
@@ -438,6 +440,7 @@ print(f"grandchild {p.pid}", flush=True)
 """
 
 
+@pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
 def test_12_grandchild_holding_the_pipes(tmp_path, monkeypatch):
     """A command whose grandchild (own session, writing 3000 lines over ~60 s, so that it outlives the capture's
     drain and stop waits, ~11 s, also on a loaded machine) outlives it; drain time cut to 1 s.
