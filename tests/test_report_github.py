@@ -1,6 +1,7 @@
 """--format github: workflow-command annotations, one per finding, on real captures."""
 
 import re
+import shutil
 from pathlib import Path
 
 from aoti_trace.analysis import analyze
@@ -11,11 +12,12 @@ CASES = Path(__file__).resolve().parent.parent / "fixtures" / "cases"
 COMMAND = re.compile(r"^::(?P<level>error|warning|notice) (?P<props>[^:]*)::(?P<msg>.*)$")
 
 
-def test_one_annotation_per_finding_at_the_evidence_line():
-    """Analysed from the checkout, the capture's user frame is elsewhere: the annotation is on the captured log line
-    (repository-relative), as the SARIF result is (tests/test_sarif.py checks the two agree)."""
-    a = analyze([CASES / "dtype_mismatch_checked"])
-    root = CASES.parent.parent
+def test_one_annotation_per_finding_at_the_evidence_line(tmp_path):
+    """Analysed from a checkout that holds the capture, whose user frame is elsewhere: the annotation is on the
+    captured log line (repository-relative), as the SARIF result is (tests/test_sarif.py checks the two agree)."""
+    root = tmp_path / "checkout"
+    shutil.copytree(CASES / "dtype_mismatch_checked", root / "fixtures" / "cases" / "dtype_mismatch_checked")
+    a = analyze([root / "fixtures" / "cases" / "dtype_mismatch_checked"])
     lines = render(a, "github", source_root=root).splitlines()
     assert len(lines) == len(a.findings) >= 1
     m = COMMAND.match(lines[0])

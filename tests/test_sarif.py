@@ -72,11 +72,15 @@ def test_sarif_category_sets_the_id(tmp_path):
 def test_location_is_in_the_repository_and_the_log_is_related(tmp_path, monkeypatch):
     """A capture inside the checkout whose user frame is outside it: the alert sits on the captured log line
     (in the checkout), the log lines stay in relatedLocations; with the user's script inside, the call site wins."""
-    a = analyze([CASES / "cpp_compile_error"])
+    # a checkout of its own that holds the capture (wherever this repository lives, the capture's user frame,
+    # recorded on the machine that captured it, is then outside it)
+    repo = tmp_path / "checkout"
+    shutil.copytree(CASES / "cpp_compile_error", repo / "fixtures" / "cases" / "cpp_compile_error")
+    a = analyze([repo / "fixtures" / "cases" / "cpp_compile_error"])
     f = a.primary
     user = user_location(a, f)
-    assert user is not None and not Path(user.path).resolve().is_relative_to(REPO)  # captured on another machine
-    res = json.loads(render(a, "sarif", source_root=REPO))["runs"][0]["results"][0]
+    assert user is not None and not Path(user.path).resolve().is_relative_to(repo)  # captured on another machine
+    res = json.loads(render(a, "sarif", source_root=repo))["runs"][0]["results"][0]
     art = res["locations"][0]["physicalLocation"]["artifactLocation"]
     assert art["uriBaseId"] == "SRCROOT" and art["uri"].startswith("fixtures/cases/cpp_compile_error/")
     assert res["properties"]["location_in_repository"] is True
