@@ -208,11 +208,15 @@ def select_rows(
     (``extract_groups`` over the leaf's column) or None. ``pred`` may be a row-scope node that contains the leaf.
     """
     df = matches.flagged[pred.frame]
-    df = df.filter(pl.col(pred.name) & pl.col("run_id").is_in(run_list))
-    if occurrence == "last":
-        df = df.filter(pl.col(ROW) == pl.col(ROW).max().over("run_id"))
-    elif occurrence == "first":
-        df = df.filter(pl.col(ROW) == pl.col(ROW).min().over("run_id"))
+    hit = pl.col(pred.name) & pl.col("run_id").is_in(run_list)
+    if occurrence in ("first", "last"):
+        # pick the row numbers on three columns first, then copy only those rows (a frame of millions of rows
+        # where most rows match, e.g. a stack shared by every record, is never copied whole)
+        pick = pl.col(ROW).min() if occurrence == "first" else pl.col(ROW).max()
+        chosen = df.select(ROW, "run_id", pred.name).filter(hit).group_by("run_id").agg(pick).get_column(ROW)
+        df = df.filter(pl.col(ROW).is_in(chosen.implode()))
+    else:
+        df = df.filter(hit)
     df = df.sort(ROW).select([c for c in df.columns if not c.startswith("__r") or c == ROW])
     regex = leaf.regex if leaf is not None else None
     names = list(re.compile(regex).groupindex) if regex else []

@@ -32,6 +32,8 @@ import re
 from pathlib import Path
 from typing import Callable
 
+import polars as pl
+
 from aoti_trace.engine import compile as C
 from aoti_trace.findings import Evidence, Finding
 from aoti_trace.frames import Frames
@@ -137,22 +139,32 @@ def crash_phase(finding: Finding, frames: Frames) -> Finding:
 # ------------------------------------------------------------------------------------------- kernel lookup
 
 
+MAX_CODE_ARTIFACTS = 64  # wrapper and kernel code artifacts read per run: the newest ones
+
+
 def wrapper_sources(frames: Frames, run_id: str) -> list[tuple[str, str, str]]:
     """Generated wrapper code of a run as ``(text, path, source)``: the trace's graph dumps, else its packages."""
     from aoti_trace.ingest.trace import read_payload
 
     out = []
     kernels: list[str] = []  # C++ kernel code of CPU models: appended to the wrapper it belongs with
-    for row in C.run_rows(frames, "artifacts", run_id, ["name", "path", "payload_offset", "payload_length"]):
-        if row["name"] in ("inductor_aot_wrapper_code", "inductor_aot_kernel_code") and row["payload_offset"] is not None:
-            try:
-                text = read_payload(row["path"], row["payload_offset"], row["payload_length"])
-            except OSError:
-                continue
-            if row["name"] == "inductor_aot_kernel_code":
-                kernels.append(text)
-            else:
-                out.append((text, row["path"], "artifacts"))
+    # only the code artifacts, and of those the newest MAX_CODE_ARTIFACTS (a long trace compiles the same model many
+    # times; its payloads stay on disk and are read here one by one)
+    code = (frames["artifacts"]
+            .filter((pl.col("run_id") == run_id)
+                    & pl.col("name").is_in(["inductor_aot_wrapper_code", "inductor_aot_kernel_code"])
+                    & pl.col("payload_offset").is_not_null())
+            .select("name", "path", "payload_offset", "payload_length")
+            .tail(MAX_CODE_ARTIFACTS))
+    for row in code.iter_rows(named=True):
+        try:
+            text = read_payload(row["path"], row["payload_offset"], row["payload_length"])
+        except OSError:
+            continue
+        if row["name"] == "inductor_aot_kernel_code":
+            kernels.append(text)
+        else:
+            out.append((text, row["path"], "artifacts"))
     if out:
         return [(text + "\n" + "\n".join(kernels), where, source) for text, where, source in out]
     entries = {(r["path"], r["entry"]) for r in C.run_rows(frames, "package", run_id, ["key", "path", "entry"])
@@ -360,8 +372,13 @@ def deprecated_call_site(finding: Finding, frames: Frames) -> Finding:
         return finding
     site = compiles[0]["user_frame"]
     file, _, line = site.rpartition(":")
-    stack = C.run_rows(frames, "stacks", finding.run_id, ["path", "lineno", "filename", "line", "code"])
-    row = next((r for r in stack if r["filename"] == file and str(r["line"]) == line and r["code"]), None)
+    if not line.isdigit():
+        return finding
+    at_site = (frames["stacks"]
+               .filter((pl.col("run_id") == finding.run_id) & (pl.col("filename") == file)
+                       & (pl.col("line") == int(line)) & pl.col("code").is_not_null() & (pl.col("code") != ""))
+               .select("path", "lineno", "filename", "line", "code").head(1))
+    row = at_site.row(0, named=True) if at_site.height else None
     fields = {"call_site": site}
     evidence = []
     if row is not None:
