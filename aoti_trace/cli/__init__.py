@@ -25,6 +25,7 @@ def cli() -> None:
 def _register() -> None:
     # Imported for their side effect of adding commands to `cli`.
     from aoti_trace.cli import analyze, frames, inspect, minify, rules, run, scoreboard  # noqa: F401
+    from aoti_trace.cli import triage  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> None:
