@@ -54,7 +54,7 @@ def test_signature_ignores_numbers_and_kernel_suffix_but_not_rule_or_words():
 def test_rank_ranges():
     assert rank_ranges(range(256)) == "0-255"
     assert rank_ranges([0, *range(2, 256)]) == "0, 2-255"
-    assert rank_ranges([5, 3, 4, 9, None, 3]) == "3-5, 9"
+    assert rank_ranges([5, 3, 4, 9, None, 3, 11, 12]) == "3-5, 9, 11, 12"
     assert rank_ranges([]) == ""
 
 
