@@ -41,8 +41,8 @@ def render_text(result: Triage, table: pl.DataFrame | None = None) -> str:
                     f"[{s['family']}]  sig {s['signature']}{change}"]
         facts = "  ".join(f"{k} {s[k]}" for k in ("kernel", "op", "exc_type") if s.get(k))
         out.append(f"  {visible(s['template'] or s['title'] or '')}")
-        seen = (f"  seen {_when(s['first_seen'])} .. {_when(s['last_seen'])}, {s['hosts']} hosts, "
-                f"{s['models']} models" + (f", ranks {s['ranks']}" if s["ranks"] else "")
+        where = [f"{s[k]} {k}" for k in ("hosts", "models") if s[k]] + ([f"ranks {s['ranks']}"] if s["ranks"] else [])
+        seen = (f"  seen {_when(s['first_seen'])} .. {_when(s['last_seen'])}" + "".join(f", {w}" for w in where)
                 + (f"  {facts}" if facts else ""))
         out.append(seen)
         out.append(f"  example: {visible(s['example_run'] or '')}")

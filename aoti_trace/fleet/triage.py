@@ -374,7 +374,8 @@ def frames_of(results: list[tuple[dict, list[dict]]]) -> tuple[pl.DataFrame, pl.
 
 
 def signature_table(findings: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
-    """One row per signature of error/warning findings, most runs first (see the module docstring)."""
+    """One row per signature of error/warning findings: most runs where it is the primary finding first, then most
+    runs (see the module docstring)."""
     total = max(runs.height, 1)
     f = findings.filter(pl.col("severity").is_in(SIGNATURE_SEVERITIES)).join(
         runs.select("run_id", "host", "model", "rank", "started"), on="run_id", how="left")
@@ -403,7 +404,7 @@ def signature_table(findings: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     ).drop("rank_set")
     order = ["signature", "runs", "share", "primary", "rule_id", "family", "severity", "kernel", "op", "exc_type",
              "template", "first_seen", "last_seen", "hosts", "models", "ranks", "example_run", "title", "remedy"]
-    return table.select(order).sort(["runs", "signature"], descending=[True, False])
+    return table.select(order).sort(["primary", "runs", "signature"], descending=[True, True, False])
 
 
 def compare(current: pl.DataFrame, previous: pl.DataFrame) -> pl.DataFrame:
