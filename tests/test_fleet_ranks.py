@@ -81,3 +81,17 @@ def test_ranks_from_default_prefixes_of_real_torchrun_output():
 def test_single_process_run_has_no_ranks():
     analysis = analyze([ROOT / "fixtures/cases/shape_mismatch_unchecked"])
     assert analysis.findings and all(f.ranks == [] and f.first_rank is None for f in analysis.findings)
+
+
+def test_torchrun_log_dir_ranks_from_attempt_folders(tmp_path):
+    # DERIVED from the real torchrun --tee output tests/data/text/ranks_tee.stderr.txt: each worker's lines
+    # ([defaultN]: prefix removed) written to <log_dir>/attempt_0/N/stderr.log, the layout of torchrun --log-dir
+    text = (ROOT / "tests/data/text/ranks_tee.stderr.txt").read_text().splitlines()
+    for n in (0, 1):
+        d = tmp_path / "logs" / "attempt_0" / str(n)
+        d.mkdir(parents=True)
+        own = [ln.removeprefix(f"[default{n}]:") for ln in text if ln.startswith(f"[default{n}]:")]
+        (d / "stderr.log").write_text("\n".join(own) + "\n")
+    analysis = analyze([tmp_path / "logs"])
+    by_run = {f.run_id: f.ranks for f in analysis.findings if f.ranks}
+    assert by_run == {"attempt_0/0": [0], "attempt_0/1": [1]}, analysis.findings

@@ -287,7 +287,11 @@ def run_ray(runs: list[RunInputs], address: str | None = None, rules_path: str |
         address = address or os.environ.get("RAY_ADDRESS")
         if address:
             kwargs["address"] = address
-        ray.init(**kwargs)
+        try:
+            ray.init(**kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as exc:  # no cluster there, a bad address
+            raise InputError(f"cannot start or reach Ray at {address or 'a new local instance'}: "
+                             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
     task = ray.remote(analyse_batch)
     batches = _batches(runs, int(ray.cluster_resources().get("CPU", 1)))
     refs = [task.remote(b, rules_path) for b in batches]
