@@ -49,6 +49,10 @@ class Finding(BaseModel):
     fields: dict[str, str] = Field(default_factory=dict)
     fingerprint: str = ""
     primary: bool = False
+    ranks: list[int] = Field(default_factory=list, description="ranks of a distributed run the evidence came from "
+                             "(empty: not a multi-rank run, or no rank known)")
+    first_rank: int | None = Field(default=None, description="of those ranks, the one that failed first (by time "
+                                   "stamp, else by position in the log)")
 
     def to_json(self) -> dict:
         """The JSON-contract dict (``schema`` key, not ``schema_``)."""

@@ -20,7 +20,7 @@ BUG_HINT = "this is a bug in aoti-trace; please report it with the command line 
 # (`aoti-trace analyze` does not pay for the imports of the other commands)
 COMMANDS: dict[str, str] = {
     "analyze": "analyze", "frames": "frames", "inspect": "inspect", "ladder": "run", "minify": "minify",
-    "rules": "rules", "run": "run", "scoreboard": "scoreboard",
+    "rules": "rules", "run": "run", "scoreboard": "scoreboard", "triage": "triage",
 }
 
 

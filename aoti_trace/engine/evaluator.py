@@ -62,7 +62,9 @@ def evaluate(rules: RuleSet | Iterable[Rule], frames: Frames) -> list[Finding]:
         runs_hit = hit_runs.get(cr.rule.id)
         if runs_hit:
             ranked += _findings(cr, matches, frames, runs_hit)
-    return rank(_drop_explained_carriers(_supersede(ranked)))
+    from aoti_trace.ranks import attribute
+
+    return attribute(rank(_drop_explained_carriers(_supersede(ranked))), frames)
 
 
 def _drop_explained_carriers(items: list[Ranked]) -> list[Ranked]:

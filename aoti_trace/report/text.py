@@ -16,6 +16,9 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
+import re
+
+from aoti_trace.ranks import RANK_IN_PATH, rank_ranges
 from aoti_trace.report.common import (
     evidence_location,
     first_paragraph,
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
     from aoti_trace.findings import Finding
 
+RANK_IN_PATH_RE = re.compile(RANK_IN_PATH)  # on file paths only
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
 MAX_EVIDENCE = {True: 5, False: 2}  # primary / secondary
 MAX_EVIDENCE_CHARS = 400
@@ -71,6 +75,9 @@ def _finding(analysis: Analysis, f: Finding, primary: bool) -> list[Line]:
              (f.rule_name, "cyan"), ("  ", None), (f"[{f.family}]", "dim")]
     if len({r.run_id for r in analysis.runs}) > 1:
         head.append((f"  run {f.run_id}", "dim"))
+    if f.ranks:
+        first = f", first failed: rank {f.first_rank}" if len(f.ranks) > 1 and f.first_rank is not None else ""
+        head.append((f"  {'ranks' if len(f.ranks) > 1 else 'rank'} {rank_ranges(f.ranks)}{first}", "bold"))
     out: list[Line] = [head, [("  ", None), (f.title, "bold")]]
     out += [[("  ", None), (row, None)] for row in f.message.strip().split("\n")]
     if f.evidence:
@@ -122,20 +129,20 @@ def _summary(analysis: Analysis) -> list[Line]:
         torch_v = ", ".join(run["torch_versions"]) or "unknown"
         dev = ", ".join(run["compile_devices"]) or "unknown"
         sessions = run["compile_sessions"]
-        ranks = f", ranks {', '.join(map(str, run['ranks']))}" if len(run["ranks"]) > 1 else ""
+        ranks = f", ranks {rank_ranges(run['ranks'])}" if len(run["ranks"]) > 1 else ""
         if sessions:
             compiled = (f"compile device {dev}, {len(sessions)} compile session"
                         f"{'s' if len(sessions) != 1 else ''}")
         else:  # load/run-only processes write no compile records
             compiled = "no compile in this run's trace" if run["inputs"]["trace_files"] else "no TORCH_TRACE log"
         out.append([("  ", None), (f"torch {torch_v}, {compiled}{ranks}", None)])
-        for s in sessions:
+        for s, rks, secs in _by_ranks(sessions, ("session", "api", "kind", "status", "fail_type", "user_frame")):
             what = s["api"] or s["kind"] or "compile"
             status = s["status"] + (f" ({s['fail_type']})" if s["fail_type"] else "")
-            rank = f"rank {s['rank']} " if s["rank"] is not None and len(run["ranks"]) > 1 else ""
+            rank = f"{'ranks' if len(rks) > 1 else 'rank'} {rank_ranges(rks)} " if rks and len(run["ranks"]) > 1 else ""
             style = "red" if s["status"] == "failed" else ("yellow" if s["status"] == "incomplete" else None)
             line: Line = [("    ", None), (f"{rank}session {s['session']}: {what} ", None), (status, style),
-                          (f", {_fmt_s(s['duration_s'])}" if s["duration_s"] is not None else "", None)]
+                          (f", {secs}" if secs else "", None)]
             if s["user_frame"]:
                 line.append((f"  from {s['user_frame']}", "dim"))
             out.append(line)
@@ -144,11 +151,45 @@ def _summary(analysis: Analysis) -> list[Line]:
             out.append([("  tlparse: ", "dim"), (tlparse, "dim")])
         if not run["damage"]:
             out.append([("  log damage: none", "dim")])
-        for d in run["damage"]:
-            out.append([("  log damage: ", "yellow"), (f"{d['kind']} x{d['count']}", "yellow"),
-                        (f" at {d['path']}" + (f":{d['lineno']}" if d["lineno"] is not None else "")
+        damage = [{**d, "rank": _path_rank(d["path"])} for d in run["damage"]]
+        for d, rks, _ in _by_ranks(damage, ("kind",)):
+            n = sum(x["count"] for x in damage if x["kind"] == d["kind"]) if rks else d["count"]
+            where = f" in ranks {rank_ranges(rks)}, first" if len(rks) > 1 else ""
+            out.append([("  log damage: ", "yellow"), (f"{d['kind']} x{n}", "yellow"),
+                        (f"{where} at {d['path']}" + (f":{d['lineno']}" if d["lineno"] is not None else "")
                          + f": {d['detail']}", None)])
     out.append([(severity_counts(analysis.findings), "bold")])
+    return out
+
+
+def _path_rank(path: str | None) -> int | None:
+    m = RANK_IN_PATH_RE.search(path or "")
+    return int(m[1] or m[2]) if m else None
+
+
+def _by_ranks(rows: list[dict], keys: tuple[str, ...]) -> list[tuple[dict, list[int], str]]:
+    """Rows that differ only in rank (and duration) as one: (first row, its ranks, the duration or range).
+    Rows without a rank stay one each, so a single-process run reads as before."""
+    groups: dict[tuple, list[dict]] = {}
+    out: list[tuple[dict, list[int], str]] = []
+    for row in rows:
+        if row.get("rank") is None:
+            out.append((row, [], _fmt_s(row["duration_s"]) if row.get("duration_s") is not None else ""))
+            continue
+        key = tuple(row.get(k) for k in keys)
+        if key not in groups:
+            groups[key] = []
+            out.append((row, [], ""))
+        groups[key].append(row)
+    for i, (row, _, secs) in enumerate(out):
+        if row.get("rank") is None:
+            continue
+        members = groups[tuple(row.get(k) for k in keys)]
+        durations = sorted(m["duration_s"] for m in members if m.get("duration_s") is not None)
+        if durations:
+            lo, hi = _fmt_s(durations[0]), _fmt_s(durations[-1])
+            secs = lo if lo == hi else f"{lo} to {hi}"
+        out[i] = (row, sorted({m["rank"] for m in members}), secs)
     return out
 
 

@@ -1,0 +1,9 @@
+"""Fleet scale: triage thousands of runs (captures, CI logs, rank logs) into failure signatures.
+
+:mod:`.signatures` reduces findings to signatures; :mod:`.triage` finds and analyses the runs (local process pool
+or Ray) and builds the signature table; :mod:`.render` writes it as text or JSON.
+"""
+
+from aoti_trace.fleet.triage import Triage, compare, triage
+
+__all__ = ["Triage", "compare", "triage"]
