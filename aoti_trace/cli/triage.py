@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from aoti_trace.cli import cli
+from aoti_trace.cli.options import format_option, out_option, rules_options
 
 
 @cli.command("triage")
@@ -17,11 +18,10 @@ from aoti_trace.cli import cli
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="local engine: worker processes (default: CPUs)")
 @click.option("--address", help="ray engine: cluster address (auto, ray://host:10001); default RAY_ADDRESS")
 @click.option("--since", type=click.Path(path_type=Path), help="an earlier signatures.parquet: mark new/gone/changed")
-@click.option("-f", "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("-o", "--out", type=click.Path(path_type=Path),
-              help="folder for runs.parquet, findings.parquet, signatures.parquet")
-@click.option("--rules", "rules_path", type=click.Path(path_type=Path), help="rule folder (default: built-in)")
-def triage_cmd(roots, engine, jobs, address, since, fmt, out, rules_path) -> None:
+@format_option(["text", "json"], "text")
+@out_option("folder for runs.parquet, findings.parquet, signatures.parquet", file_okay=False)
+@rules_options
+def triage_cmd(roots, engine, jobs, address, since, fmt, out, rules_paths, no_builtin_rules) -> None:
     """Triage every run (capture folder, CI log, rank log) below ROOTS into a table of failure signatures."""
     from aoti_trace.fleet import render
     from aoti_trace.fleet.triage import compare, read_previous, triage, write
@@ -31,6 +31,13 @@ def triage_cmd(roots, engine, jobs, address, since, fmt, out, rules_path) -> Non
     if address is not None and engine != "ray":
         raise click.UsageError("--address is for --engine ray")
     previous = read_previous(since) if since is not None else None
+    import os
+
+    from aoti_trace.engine.loader import RULES_ENV
+
+    # folders and whether to add them to the built-in library: what every worker loads (load_library)
+    rules_path = ((tuple(str(p) for p in rules_paths), not no_builtin_rules)
+                  if rules_paths or no_builtin_rules or os.environ.get(RULES_ENV, "").strip() else None)
     result = triage(list(roots), engine=engine, jobs=jobs, address=address, rules_path=rules_path,
                     progress=sys.stderr.isatty())
     table = compare(result.signatures, previous) if previous is not None else None

@@ -62,12 +62,20 @@ FINDING_SCHEMA = {
 _RULES: Any = None  # the worker's rule set (loaded once per process by init_worker)
 
 
-def init_worker(rules_path: str | None = None) -> None:
-    """Load the rules into this process (ProcessPoolExecutor initializer; called lazily on Ray workers)."""
+def init_worker(rules_path: str | tuple | None = None) -> None:
+    """Load the rules into this process (ProcessPoolExecutor initializer; called lazily on Ray workers).
+    ``rules_path``: None (the built-in library), a rules folder, or ``(folders, builtin)`` as the CLI's repeatable
+    ``--rules`` / ``--no-builtin-rules`` give it (:func:`aoti_trace.engine.loader.load_library`)."""
     global _RULES
     from aoti_trace import engine
 
-    _RULES = (rules_path, engine.load_rules(rules_path))
+    if isinstance(rules_path, tuple):
+        from aoti_trace.engine.loader import load_library
+
+        folders, builtin = rules_path
+        _RULES = (rules_path, load_library(list(folders), builtin=builtin))
+    else:
+        _RULES = (rules_path, engine.load_rules(rules_path))
 
 
 def _rules(rules_path: str | None):
@@ -340,11 +348,12 @@ def _stderr_console():
 
 
 def triage(roots: list[str | Path], *, engine: str = "local", jobs: int | None = None, address: str | None = None,
-           rules_path: str | None = None, progress: bool = False) -> Triage:
+           rules_path: str | Path | tuple | None = None, progress: bool = False) -> Triage:
     """Find the runs below ``roots``, analyse each, and build the frames and the signature table."""
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
-    rules_path = str(rules_path) if rules_path is not None else None
+    if rules_path is not None and not isinstance(rules_path, tuple):
+        rules_path = str(rules_path)
     if rules_path is not None:  # a bad rule file is a user error: report it once, here, not in every worker
         init_worker(rules_path)
     runs = find_runs(roots)
