@@ -24,6 +24,8 @@ from aoti_trace.findings import Evidence, Finding
 from aoti_trace.frames import Frames
 
 MAX_EVIDENCE = 3
+MESSAGE_LINES = 6  # an exception line's evidence: it and the next lines of its message
+MAX_EVIDENCE_TEXT = 500
 UNKNOWN = "<unknown>"
 TRACE_DIR = "./torch_trace"
 # Families whose evidence is written at compile/export time: TORCH_TRACE records them (load and run write nothing).
@@ -155,7 +157,7 @@ def _finding(
 ) -> Ranked:
     rule = cr.rule
     fields = _extract(rule, row)
-    evidence = [evidence_of(pred.frame, row, leaf)]
+    evidence = [_with_message_lines(evidence_of(pred.frame, row, leaf), frames, run_id)]
     context = _enclosing_exception(frames, run_id, row) if pred.frame == "lines" else None
     if context is not None:
         evidence.append(evidence_of("exceptions", context, None))
@@ -191,6 +193,23 @@ def _finding(
     finding = finding.model_copy(update={"rerun": rerun_command(finding.env_flags, frames, run_id, finding.family)})
     position = (row.get("lineno") if isinstance(row.get("lineno"), int) else None, row.get(C.ROW, 0))
     return Ranked(finding, rule, position)
+
+
+def _with_message_lines(ev: Evidence, frames: Frames, run_id: str) -> Evidence:
+    """A log line that is an exception's ``Type: message`` line, with the next lines of its message (a long
+    message's detail: the op of a LoweringException, the violated guard): at most MESSAGE_LINES lines."""
+    if ev.source not in ("lines", "failures") or ev.line is None or ev.path is None:
+        return ev
+    excs = frames["exceptions"]
+    if excs.height == 0:
+        return ev
+    hit = excs.filter((pl.col("run_id") == run_id) & (pl.col("path") == ev.path) & (pl.col("lineno") == ev.line))
+    if hit.height == 0:
+        return ev
+    more = [ln for ln in (hit.get_column("message")[0] or "").splitlines()[1:] if ln.strip()][:MESSAGE_LINES - 1]
+    if not more:
+        return ev
+    return ev.model_copy(update={"text": "\n".join([ev.text, *more])[:MAX_EVIDENCE_TEXT]})
 
 
 def _enclosing_exception(frames: Frames, run_id: str, row: dict) -> dict | None:
@@ -308,7 +327,8 @@ def evidence_of(frame: str, row: dict, leaf: Leaf | None) -> Evidence:
     else:
         text = str(row)
     lineno = row.get("lineno")
-    return Evidence(source=frame, path=row.get("path"), line=lineno if isinstance(lineno, int) else None, text=text[:500])
+    return Evidence(source=frame, path=row.get("path"), line=lineno if isinstance(lineno, int) else None,
+                    text=text[:MAX_EVIDENCE_TEXT])
 
 
 # ---------------------------------------------------------------------------------------------- fingerprint, rerun
