@@ -9,6 +9,8 @@ All frames share two columns: ``run_id`` (one analysed process or capture) and, 
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -282,13 +284,16 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
 FRAME_NAMES: tuple[str, ...] = tuple(SCHEMAS)
 
 
+@functools.cache
 def schema(name: str) -> pl.Schema:
-    """Polars schema of frame ``name``."""
+    """Polars schema of frame ``name`` (built once per name)."""
     return pl.Schema({col: dtype for col, (dtype, _) in SCHEMAS[name][1].items()})
 
 
+@functools.cache
 def empty(name: str) -> pl.DataFrame:
-    """An empty frame with the schema of ``name``."""
+    """An empty frame with the schema of ``name``, built once per name and shared (Polars frames are not changed in
+    place here; every operation returns a new frame)."""
     return pl.DataFrame(schema=schema(name))
 
 
