@@ -232,7 +232,10 @@ def _extract(rule: Rule, row: dict) -> dict[str, str]:
     groups = row.get("__groups") or {}
     fields: dict[str, str] = {}
     for name, ref in rule.extract.items():
-        value = row.get(ref.column) if isinstance(ref, ColumnRef) else groups.get(ref)
+        if isinstance(ref, ColumnRef):
+            value = row.get(ref.column)
+        else:  # 'a|b': the first group that captured (alternatives of one regex cannot share a group name)
+            value = next((groups[g] for g in ref.split("|") if groups.get(g) is not None), None)
         if value is not None:
             fields[name] = str(value).strip()
     return fields

@@ -240,7 +240,8 @@ class Rule(Strict):
     match: Node
     occurrence: Occurrence = Field(default="last", description="which anchor row makes the finding")
     extract: dict[str, str | ColumnRef] = Field(
-        default_factory=dict, description="field -> capture group of the anchor regex, or {column: name} of the anchor row"
+        default_factory=dict, description="field -> capture group of the anchor regex (or several, 'a|b': the first that captured), or "
+                           "{column: name} of the anchor row"
     )
     message: str = Field(description="one line; {{field}} placeholders only")
     remedy: str = Field(description="markdown; {{field}} placeholders only")
@@ -291,10 +292,12 @@ class Rule(Strict):
             if anchor.regex is None:
                 raise ValueError(f"extract {field!r} names group {ref!r} but the anchor leaf has no regex")
             groups = re.compile(anchor.regex).groupindex
-            if ref not in groups:
-                raise ValueError(
-                    f"extract {field!r}: group {ref!r} is not in the anchor regex (groups: {', '.join(groups) or 'none'})"
-                )
+            for name in ref.split("|"):
+                if name not in groups:
+                    raise ValueError(
+                        f"extract {field!r}: group {name!r} is not in the anchor regex "
+                        f"(groups: {', '.join(groups) or 'none'})"
+                    )
         for where in ("message", "remedy"):
             unknown = [p for p in PLACEHOLDER_RE.findall(getattr(self, where)) if p not in self.extract]
             if unknown:

@@ -58,7 +58,8 @@ GLOG_ET = r"^(?P<level>[DIWEFC]) (?:\d\d:\d\d:\d\d\.\d+ )?(?P<src>executorch:[^\
 LOGCAT = r"^(?:\d\d-\d\d \d\d:\d\d:\d\d\.\d+:? +)?(?P<level>[VDIWEF])/(?P<src>[\w.$-]+) *\( *\d+\): "
 # every log header that gives a line its level and source, tried in this order
 LOG_HEADERS = (GLOG, GLOG_SHORT, GLOG_ET, LOGCAT)
-# IPython / Jupyter tracebacks, rewritten into the standard form so that one traceback parser reads both
+# IPython / Jupyter tracebacks (and exceptions printed as "<class 'T'>: message"), rewritten into the standard form
+# so that one traceback parser reads both
 # ('RuntimeError    Traceback (most recent call last)', 'File ~/x.py:12, in f(a)', 'Cell In[3], line 5',
 # '----> 12 out = model(x)' and IPython 7's 'x.py in f(a)')
 IPYTHON: list[tuple[str, str]] = [
@@ -68,6 +69,9 @@ IPYTHON: list[tuple[str, str]] = [
     (r"^(?P<f><ipython-input-[^>]+>) in (?P<fn>[^\s(]+)(?:\(.*)?$", '  File "${f}", line 0, in ${fn}'),
     (r"^(?P<f>\S+\.py) in (?P<fn>[^\s(]+)\(.*\)\s*$", '  File "${f}", line 0, in ${fn}'),
     (r"^(?P<a>-*> ?\d+ .*)$", "    ${a}"),
+    # an exception printed as its class and message (torch.onnx's 'Exception summary', print(type(e), e)):
+    # "<class 'torch._dynamo.exc.UserError'>: Constraints violated" -> "torch._dynamo.exc.UserError: Constraints ..."
+    (r"^<class '(?P<t>[A-Za-z_][\w.]*)'>:", "${t}:"),
 ]
 
 # ---------------------------------------------------------------------------------------------- line patterns
