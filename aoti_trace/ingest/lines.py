@@ -42,8 +42,8 @@ DECORATIONS: dict[str, str] = {
                 r"|\[[\w.-]+\.(?:cpp|cc|cxx|c|h|hpp|mm?):\d+\] "),
     # pytest's failure report: 'E       RuntimeError: ...'
     "pytest": r"E(?: {7}| {3})",
-    # a log pasted into a Markdown quote ('> Traceback ...'; not a REPL's '>>> ')
-    "quote": r">(?: |$)",
+    # a log pasted into a Markdown quote ('> Traceback ...'; not a REPL's '>>> ') or between curly quotes
+    "quote": r">(?: |$)|[\u201c\u201e]",  # or an opening curly quote around a quoted log line
 }
 DECORATION = "^(?:" + "|".join(f"(?:{p})" for p in DECORATIONS.values()) + ")+"
 # glog header of torch's Python logging (``W1130 05:06:08.690000 13845 torch/x.py:874] ``) and of c10's C++
