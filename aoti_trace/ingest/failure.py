@@ -297,9 +297,11 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
                    text=footer.get("message"))  # the message line above the footer is the evidence
     elif cut:
         e = cut[-1]
-        row.update(what="a traceback cut before its exception line" + (
+        row.update(what=(f"{e['exc_type']}, in a traceback cut before its message" if e.get("exc_type") else
+                         "a traceback cut before its exception line") + (
             f" (last frame {e.get('torch_file') or e.get('user_file')} in {e.get('torch_function') or e.get('user_function')})"
-            if e.get("torch_file") or e.get("user_file") else ""), path=e["path"], lineno=e["lineno"])
+            if e.get("torch_file") or e.get("user_file") else ""), path=e["path"], lineno=e["lineno"],
+            exc_type=e.get("exc_type"))
     elif fatal_logs:
         f = fatal_logs[0]
         row.update(what=_first_line(f["text"]), path=f["path"], lineno=f["lineno"])
@@ -320,12 +322,18 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
     else:
         row["what"] = f"exit code {code}, with no error printed"
     row["what"] = row["what"][:MAX_WHAT]
+    if not logged_by and fatal_logs:  # a FATAL/CRITICAL log line of a torch module places the failure too
+        logged_by = (fatal_logs[0].get("src") or "").rpartition(":")[0]
 
     # where: the phase
     phase, source = "unknown", None
     if exc is not None and exc.get("phase") not in (None, "unknown"):
         phase, source = exc["phase"], exc.get("phase_source")
     head = f"{row.get('exc_type') or ''} {row['what']}"[:MAX_WHAT * 2]
+    # a wrapper that announces the final exception ("BackendCompilerFailed: backend='inductor' raised:") names the phase
+    wrappers = [c for c in complete[:-1] if (c.get("message") or "").rstrip().endswith("raised:")]
+    if wrappers:
+        head = f"{head} {wrappers[-1].get('exc_type') or ''}"
     cpp = _cpp_origin(exc)
     if phase in ("unknown", "user") and cpp is not None and route_cpp(cpp) is not None:
         phase, source = route_cpp(cpp), f"C++: {cpp}"

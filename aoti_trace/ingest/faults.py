@@ -31,15 +31,16 @@ ANDROID_SIGNAL = r"^Fatal signal \d+ \((?P<sig>SIG[A-Z]+)\)"
 WHAT = r"^\s*what\(\):\s+(?P<what>.*)$"
 # the shell's report of a child killed by a signal: 'Segmentation fault (core dumped)' on its own line, bash's job
 # line './run.sh: line 34:  1930 Aborted                 (core dumped) cmd ...', zsh's '[1]    10753 killed     cmd'
-# and 'zsh: segmentation fault  cmd'
+# and 'zsh: segmentation fault  cmd' (and 'Segfault (core dumped)', as people retype it)
 SHELL_SIGNAL = (
-    r"^(?:(?:\S+: line \d+: +\d+ +)?(?P<what>Segmentation fault|Bus error|Aborted|Illegal instruction"
+    r"^(?:(?:\S+: line \d+: +\d+ +)?(?P<what>Segmentation fault|Segfault|Bus error|Aborted|Illegal instruction"
     r"|Floating point exception|Killed)|(?:\[\d+\] +[+-]? *\d+ +|zsh: )(?P<what2>(?i:segmentation fault|bus error"
-    r"|abort|illegal hardware instruction|floating point exception|killed)))(?: +\(core dumped\))?(?:\s*$| +\S)"
+    r"|abort|illegal hardware instruction|floating point exception|killed)))(?: +\(?core dumped\)?)?(?:\s*$| +\S)"
 )
 
 SIGNALS = {
     "segmentation fault": "SIGSEGV",
+    "segfault": "SIGSEGV",
     "bus error": "SIGBUS",
     "aborted": "SIGABRT",
     "illegal instruction": "SIGILL",

@@ -252,6 +252,10 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
     parsed = [pl.col("text").str.extract_groups(h) for h in LOG_HEADERS]
     header = pl.coalesce([pl.col("text").str.extract(h, 0) for h in LOG_HEADERS])
     msg = pl.col("text").str.slice(header.str.len_chars().fill_null(0))
+    # IPython names the exception in its traceback header ('CacheLimitExceeded    Traceback (most recent call last)'):
+    # kept, since a pasted notebook traceback is often cut before its last line
+    df = df.with_columns(msg.str.extract(IPYTHON[0][0].replace("^[A-Za-z_][\\w.]*", "^([A-Za-z_][\\w.]*)", 1), 1)
+                         .alias("_tb_type"))
     for pattern, repl in IPYTHON:
         msg = msg.str.replace(pattern, repl)
     df = df.with_columns(

@@ -55,7 +55,7 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
         pl.col("_tb_head") | pl.col("_tb_cause") | pl.col("_tb_context") | pl.col("_in_tb") | pl.col("_exc")
         | (pl.col("_exc_owner") >= 0)
     ).select("_rk", "_i", "lineno", "_msg", "_tb_head", "_tb_cause", "_tb_context", "_tb_file", "_in_tb", "_exc",
-             "_exc_owner", "_fr_file", "_fr_line", "_fr_func", "level", "run_id", "path")
+             "_exc_owner", "_fr_file", "_fr_line", "_fr_func", "level", "run_id", "path", "_tb_type")
     if sel.height == 0:
         return empty("exceptions")
     run_id, path = sel["run_id"][0], sel["path"][0]
@@ -67,21 +67,23 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
         """The open traceback ended without its exception line: record what it shows."""
         if st["frames"]:
             rows.append({"run_id": run_id, "path": path, "lineno": st["last_lineno"], "chain": 0, "chained_by": None,
-                         "is_final": True, "complete": False, "exc_type": None, "_msg": [""], "level": st["level"],
+                         "is_final": True, "complete": False, "exc_type": st.get("tb_type"), "_msg": [""], "level": st["level"],
                          "frames": len(st["frames"]), **innermost(st["frames"])})
         st["frames"] = []
 
     for (rk, i, lineno, msg, head, cause, context, tbf, in_tb, exc, owner, fr_file, fr_line, fr_func, level,
-         *_) in sel.iter_rows():
+         _run, _path, tb_type) in sel.iter_rows():
         st = by_rank.setdefault(rk, {"frames": [], "chain": None, "pending": None, "last_lineno": None,
                                      "level": None})
         if head:
             cut(st)
             st["level"] = level
+            st["tb_type"] = tb_type  # the type IPython's header names, for a traceback cut before its last line
             if st["pending"] is None:
                 st["chain"] = None  # a traceback not announced by a separator starts a new chain
         elif cause or context:
             cut(st)
+            st["tb_type"] = None
             st["pending"] = "cause" if cause else "context"
         elif tbf:
             if fr_file is not None:
