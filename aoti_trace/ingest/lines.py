@@ -44,6 +44,8 @@ DECORATIONS: dict[str, str] = {
     "pytest": r"E(?: {7}| {3})",
     # a log pasted into a Markdown quote ('> Traceback ...'; not a REPL's '>>> ') or between curly quotes
     "quote": r">(?: |$)|[\u201c\u201e]",  # or an opening curly quote around a quoted log line
+    # a box-drawing gutter that some terminals and test runners draw left of captured output (' │ E   RuntimeError')
+    "gutter": r" ?\u2502 ",
 }
 DECORATION = "^(?:" + "|".join(f"(?:{p})" for p in DECORATIONS.values()) + ")+"
 # glog header of torch's Python logging (``W1130 05:06:08.690000 13845 torch/x.py:874] ``) and of c10's C++
