@@ -114,7 +114,7 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "run_id": (Str, "analysed run"),
             "path": (Str, "damaged file"),
             "lineno": (I64, "first damaged line"),
-            "kind": (Str, "no_inputs | truncated_line | truncated_payload | md5_mismatch | bad_json | bad_header | bad_utf8 | bad_gzip | unknown_event | schema_drift | orphan_payload | no_trace_files | empty_file | unreadable | not_regular_file | symlink_skipped | lost_output | incomplete_compile | cut_mid_line | line_split | lines_skipped"),
+            "kind": (Str, "no_inputs | truncated_line | truncated_payload | md5_mismatch | bad_json | bad_header | bad_utf8 | bad_gzip | unknown_event | schema_drift | orphan_payload | no_trace_files | empty_file | unreadable | not_regular_file | symlink_skipped | lost_output | incomplete_compile | cut_mid_line | line_split | line_clipped | lines_skipped"),
             "count": (I64, "occurrences"),
             "detail": (Str, "human-readable description of the first occurrence"),
         },

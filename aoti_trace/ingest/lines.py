@@ -208,6 +208,21 @@ def _has(name: str) -> pl.Expr:
     return pl.col("_msg").str.contains(PATTERNS[name])
 
 
+# a line is classified on its first MAX_LINE_CHARS characters: ~25 regex columns over a multi-megabyte line (a log
+# of one repeated character, binary data) would cost seconds per line; the rest is counted as damage ``line_clipped``
+MAX_LINE_CHARS = 65_536
+
+
+def clip_long_lines(lines: list[str]) -> tuple[list[str], int, int | None]:
+    """``lines`` with each line cut to :data:`MAX_LINE_CHARS` characters; the number of lines cut and the index of
+    the first."""
+    if not lines or max(map(len, lines)) <= MAX_LINE_CHARS:
+        return lines, 0, None
+    first = next(i for i, ln in enumerate(lines) if len(ln) > MAX_LINE_CHARS)
+    clipped = sum(1 for ln in lines if len(ln) > MAX_LINE_CHARS)
+    return [ln[:MAX_LINE_CHARS] if len(ln) > MAX_LINE_CHARS else ln for ln in lines], clipped, first
+
+
 def split_lines(text: str) -> tuple[list[str], bool]:
     """Split decoded text into lines. Returns the lines and whether the last one had a line terminator."""
     if not text:

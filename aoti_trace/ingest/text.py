@@ -109,6 +109,11 @@ def read_text_bytes(data: bytes, stream: str, run_id: str, path: str = "-") -> F
         damage.append(_damage(run_id, path, len(lines), "cut_mid_line", 1,
                               f"the last line has no line terminator: the {stream} capture may have been cut "
                               f"mid-line ({len(lines[-1])} characters: {lines[-1][:80]!r})"))
+    lines, clipped, first_clipped = L.clip_long_lines(lines)
+    if clipped:
+        damage.append(_damage(run_id, path, (first_clipped or 0) + 1, "line_clipped", clipped,
+                              f"{clipped} line(s) longer than {L.MAX_LINE_CHARS} characters: only their first "
+                              f"{L.MAX_LINE_CHARS} characters were analysed"))
     df = L.classify(lines, stream, run_id, path)
     frames.add("lines", L.public(df))
     if df.height:

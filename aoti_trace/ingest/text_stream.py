@@ -150,6 +150,10 @@ def read_chunked(f: BinaryIO, first: bytes, stream: str, run_id: str, path: str)
         lines = carry + lines if carry else lines
         if not lines:
             continue
+        lines, clipped, first_clipped = L.clip_long_lines(lines)
+        if clipped:
+            acc.clipped_lines += clipped
+            acc.first_clipped = acc.first_clipped or lineno + (first_clipped or 0)
         last_line = lines[-1]
         df = L.classify(lines, stream, run_id, path)
         keep = df.height if nxt is None or split else _open_block(df, lines)
@@ -176,6 +180,10 @@ def read_chunked(f: BinaryIO, first: bytes, stream: str, run_id: str, path: str)
     if acc.split_lines:
         damage.append(_damage(run_id, path, None, "line_split", acc.split_lines,
                               f"{acc.split_lines} line(s) longer than {CHUNK / (1 << 20):g} MiB were split in parts"))
+    if acc.clipped_lines:
+        damage.append(_damage(run_id, path, acc.first_clipped, "line_clipped", acc.clipped_lines,
+                              f"{acc.clipped_lines} line (part)s longer than {L.MAX_LINE_CHARS} characters: only "
+                              f"their first {L.MAX_LINE_CHARS} characters were analysed"))
     damage += acc.skipped(run_id, path, stream)
     if damage:
         frames.add("damage", pl.DataFrame(damage, infer_schema_length=None))
@@ -278,6 +286,8 @@ class _Kept:
         self.row_counts: dict[str, int] = {name: 0 for name, _ in _ASSEMBLED}
         self.row_last: dict[str, pl.DataFrame | None] = {name: None for name, _ in _ASSEMBLED}
         self.split_lines = 0
+        self.clipped_lines = 0
+        self.first_clipped: int | None = None
         self.gzip_error: str | None = None
 
     def add(self, df: pl.DataFrame, offset: int) -> None:
