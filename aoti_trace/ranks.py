@@ -32,7 +32,7 @@ def path_rank(expr):
     """The rank a file's path names (``..._rank_3_xyz.log``, ``attempt_0/3/stderr.log``), else null."""
     import polars as pl
 
-    return pl.coalesce(expr.str.extract(RANK_IN_PATH, 1), expr.str.extract(RANK_IN_PATH, 2)).cast(pl.Int32)
+    return pl.coalesce(expr.str.extract(RANK_IN_PATH, 1), expr.str.extract(RANK_IN_PATH, 2)).cast(pl.Int32, strict=False)
 
 
 def attribute(findings: list, frames) -> list:

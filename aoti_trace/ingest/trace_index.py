@@ -86,18 +86,19 @@ def _extract(lf: pl.LazyFrame, keep_text: bool) -> pl.LazyFrame:
     ne = t.str.extract_groups(NAME_RE)
     stack = t.str.split_exact(STACK_SEP, 1).struct.field("field_1")
     h, tl, n = pl.col("head").struct.field, pl.col("tail").struct.field, pl.col("ne").struct.field
+    # integer fields: a run of digits too long for the type (damage) reads as null, never an error
     lf = lf.with_columns(head=head, tail=tail, ne=ne).with_columns(
-        rank_prefix=h("rank_prefix").cast(pl.Int32),
+        rank_prefix=h("rank_prefix").cast(pl.Int32, strict=False),
         level=h("level"),
         time=h("time"),
-        pid=h("pid").cast(pl.Int64),
+        pid=h("pid").cast(pl.Int64, strict=False),
         src=h("src"),
         event=h("event"),
-        rank=pl.coalesce(tl("rank"), t.str.extract(RANK_BEFORE_STACK_RE, 1)).cast(pl.Int32),
-        ca=tl("ca").cast(pl.Int32),
-        fid=tl("fid").cast(pl.Int32),
-        fcid=tl("fcid").cast(pl.Int32),
-        att=tl("att").cast(pl.Int32),
+        rank=pl.coalesce(tl("rank"), t.str.extract(RANK_BEFORE_STACK_RE, 1)).cast(pl.Int32, strict=False),
+        ca=tl("ca").cast(pl.Int32, strict=False),
+        fid=tl("fid").cast(pl.Int32, strict=False),
+        fcid=tl("fcid").cast(pl.Int32, strict=False),
+        att=tl("att").cast(pl.Int32, strict=False),
         # the last 34 characters are ASCII here; to_lowercase (a no-op on hex) copies: a slice is a view that
         # would keep the whole chunk of header text alive (measured: 1.1 GB peak instead of 0.25 GB at 1 GB)
         md5=pl.when(t.str.contains(MD5_RE)).then(t.str.slice(-34, 32).str.to_lowercase()),

@@ -597,3 +597,19 @@ def test_giant_line_is_clipped_not_scanned(tmp_path, rules, gz):
     assert out.analysis.frames["lines"]["text"].str.len_chars().max() <= L.MAX_LINE_CHARS
     assert out.analysis.primary is not None and out.analysis.primary.family == "triton_index_oob"
     assert cpu < 10, f"{cpu:.1f} s of CPU"
+
+
+def test_overlong_integer_in_trace_header_is_damage_not_a_crash(tmp_path, rules):
+    """Found by the fuzzing harness (a run of '0' inserted into a glog header's pid: Polars' strict cast to Int64
+    raised InvalidOperationError). Derived from fixtures/cases/cpp_compile_error: its trace with the first header's
+    pid made 3,000 digits long; the header's integer fields read as null and the analysis completes."""
+    src = trace_of(CPP)
+    text = src.read_text()
+    head, rest = text.split("\n", 1)
+    fields = head.split(" ")
+    fields[2] = "1" + "0" * 3000  # 'V1201 10:00:00.000000 <pid> torch/...'
+    d = tmp_path / "case" / "trace"
+    d.mkdir(parents=True)
+    (d / src.name).write_text(" ".join(fields) + "\n" + rest)
+    out = run_analysis([tmp_path / "case"], rules)
+    assert out.analysis.frames["events"].height == trace.read_trace([src], "r")["events"].height
