@@ -84,6 +84,19 @@ def test_bare_exception_line_without_traceback_is_a_failure():
     assert f["what"] == "AssertionError: libcuda.so cannot found!"
 
 
+@pytest.mark.parametrize("text, phase", [
+    # the wrapper's type places it, whatever word the message uses (blind round 9: 'Unsupported' read as export)
+    ("torch._inductor.exc.InductorError: Unsupported: Spyre backend does not support: \nmean on FP32\n", "compile"),
+    # a specific stage named in the message wins over the wrapper (blind round 4)
+    ("torch._inductor.exc.InductorError: RuntimeError: Failed to run autotuning code block:\n", "autotune"),
+    # a wrapper announcing the final exception ('X raised:') places it (blind round 7)
+    ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\nAssertionError: \nInvalid match!\n",
+     "compile"),
+])
+def test_exception_type_and_wrappers_place_the_phase(text, phase):
+    assert failure(text)["phase"] == phase
+
+
 def test_logged_warning_traceback_is_not_failure_evidence():
     text = ("W1201 03:22:40.270000 1 torch/_inductor/select_algorithm.py:12] Traceback (most recent call last):\n"
             'W1201 03:22:40.270000 1 torch/_inductor/select_algorithm.py:12]   File "a.py", line 1, in f\n'

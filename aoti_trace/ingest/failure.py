@@ -43,6 +43,14 @@ TYPE_PHASES: list[tuple[str, re.Pattern]] = [
                           r"|ProxyTorchDispatchMode|proxy_tensor")),
     ("compile", re.compile(r"BackendCompilerFailed|InductorError|torch\._inductor|AOTInductor|\bInductor\b")),
 ]
+SPECIFIC_PHASES = ("lowering", "autotune", "build")
+# exception types that name their phase whatever their message says: tried on the type alone, after the specific
+# stages of TYPE_PHASES and before the general ones (export, compile)
+TYPE_FIRST_PHASES: list[tuple[str, re.Pattern]] = [
+    ("lowering", re.compile(r"LoweringException$")),
+    ("build", re.compile(r"(?:CppCompileError|CUDACompileError|PTXASError|InvalidCxxCompiler)$")),
+    ("compile", re.compile(r"(?:BackendCompilerFailed|InductorError)$")),
+]
 TEXT_PHASES_RE = [(phase, re.compile(pattern)) for phase, pattern in TEXT_PHASES]
 PATTERN_CI_EXIT = re.compile(PATTERNS["ci_exit"])  # applied to one matched line
 ERROR_KINDS = ("cpp_error", "aoti_torch_exception", "compiler_diagnostic")
@@ -332,13 +340,20 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
     head = f"{row.get('exc_type') or ''} {row['what']}"[:MAX_WHAT * 2]
     # a wrapper that announces the final exception ("BackendCompilerFailed: backend='inductor' raised:") names the phase
     wrappers = [c for c in complete[:-1] if (c.get("message") or "").rstrip().endswith("raised:")]
-    if wrappers:
-        head = f"{head} {wrappers[-1].get('exc_type') or ''}"
+    wrapper_type = str(wrappers[-1].get("exc_type") or "") if wrappers else ""
+    if wrapper_type:
+        head = f"{head} {wrapper_type}"
     cpp = _cpp_origin(exc)
     if phase in ("unknown", "user") and cpp is not None and route_cpp(cpp) is not None:
         phase, source = route_cpp(cpp), f"C++: {cpp}"
     if phase in ("unknown", "user"):
+        # the specific stages named anywhere (lowering, autotuning, the build), then the exception's own type
+        # ('InductorError: Unsupported: ...' is Inductor's, whatever word its message uses), then the rest
+        exc_type = str(row.get("exc_type") or "")
         typed = next((p for p, pattern in TEXT_PHASES_RE if pattern.search(head)), None) or next(
+            (p for p, pattern in TYPE_PHASES if p in SPECIFIC_PHASES and pattern.search(head)), None) or next(
+            (p for t in (exc_type, wrapper_type) for p, pattern in TYPE_FIRST_PHASES if pattern.search(t)),
+            None) or next(
             (p for p, pattern in TYPE_PHASES if pattern.search(head)), None)
         if typed is not None:
             phase, source = typed, f"message: {row['what'][:80]}"

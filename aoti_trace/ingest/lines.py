@@ -111,7 +111,9 @@ PATTERNS: dict[str, str] = {
     # a build tool's own error line (CMake, LLVM): the build or the JIT stopped
     "tool_error": r"^(?:CMake Error(?: at \S+)?:|LLVM ERROR: )",
     # an application's error report that carries the exception ('Error during model prediction: CompilationError: ..')
-    "error_report": r"^Error(?: [a-z][\w ]{0,40})?: (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b",
+    "error_report": (r"^Error(?: [a-z][\w ]{0,40})?: (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b"
+                     # ComfyUI's report of a node that raised ('!!! Exception during processing !!! <message>')
+                     r"|^!!! Exception during processing !!! \S"),
     # ExecuTorch's ET_CHECK failing (it aborts the process): 'In function CheckOk(), assert failed: hasValue_'
     "et_check": r"^In function \w+\(\), assert failed",
     # a CI runner's closing line for a failed step (GitHub Actions): an exit status, not the error itself
