@@ -97,6 +97,21 @@ def test_exception_type_and_wrappers_place_the_phase(text, phase):
     assert failure(text)["phase"] == phase
 
 
+@pytest.mark.parametrize("text, what", [
+    # a test harness label in front of vLLM's process tag (blind round 10)
+    ("[test 1] (EngineCore pid=2328) torch._inductor.exc.InductorError: AssertionError:\n",
+     "torch._inductor.exc.InductorError: AssertionError:"),
+    # a box-drawing gutter and pytest's 'E' (blind round 8)
+    (" \u2502 E       RuntimeError: Triton only support CUDA 10.0 or higher, but got CUDA version: 12.8\n",
+     "RuntimeError: Triton only support CUDA 10.0 or higher, but got CUDA version: 12.8"),
+    # an exception printed as its class (blind round 5)
+    ("<class 'torch._dynamo.exc.UserError'>: Constraints violated (batch)!\n",
+     "torch._dynamo.exc.UserError: Constraints violated (batch)!"),
+])
+def test_decorated_exception_lines_are_read_as_exceptions(text, what):
+    assert failure(text)["what"] == what
+
+
 def test_logged_warning_traceback_is_not_failure_evidence():
     text = ("W1201 03:22:40.270000 1 torch/_inductor/select_algorithm.py:12] Traceback (most recent call last):\n"
             'W1201 03:22:40.270000 1 torch/_inductor/select_algorithm.py:12]   File "a.py", line 1, in f\n'

@@ -27,7 +27,8 @@ DECORATIONS: dict[str, str] = {
     "clock": r"\[\d\d:\d\d:\d\d(?:[.,]\d+)?\]:? ?",
     "ci": r"##\[(?:error|warning|notice|debug|info|group|endgroup|section|command)\]",
     "rank": r"\[(?:rank|default)\d+\]:",
-    "ray": r"\((?:[\w.]+ )?pid=\d+(?:, ip=[\d.]+)?\) ",
+    # Ray's and vLLM's process tag ('(EngineCore pid=2328) '), also behind a test harness label ('[test 1] ')
+    "ray": r"(?:\[[A-Za-z][\w -]{0,20}\] )?\((?:[\w.]+ )?pid=\d+(?:, ip=[\d.]+)?\) ",
     "mpirun": r"\[\d+,\d+\]<(?:stdout|stderr)>: ?",
     # Python logging: 'ERROR:root:', '[ERROR] ', 'root - ERROR - ', loguru 'ERROR    | mod:fn:12 - '
     "logging": (r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL):[\w.<>-]*:"
