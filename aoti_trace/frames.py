@@ -10,7 +10,6 @@ All frames share two columns: ``run_id`` (one analysed process or capture) and, 
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass, field
 
 import polars as pl

@@ -44,13 +44,8 @@ TYPE_PHASES: list[tuple[str, re.Pattern]] = [
     ("compile", re.compile(r"BackendCompilerFailed|InductorError|torch\._inductor|AOTInductor|\bInductor\b")),
 ]
 SPECIFIC_PHASES = ("lowering", "autotune", "build")
-# exception types that name their phase whatever their message says: tried on the type alone, after the specific
-# stages of TYPE_PHASES and before the general ones (export, compile)
-TYPE_FIRST_PHASES: list[tuple[str, re.Pattern]] = [
-    ("lowering", re.compile(r"LoweringException$")),
-    ("build", re.compile(r"(?:CppCompileError|CUDACompileError|PTXASError|InvalidCxxCompiler)$")),
-    ("compile", re.compile(r"(?:BackendCompilerFailed|InductorError)$")),
-]
+# Inductor's wrapper types: the compile, whatever word the wrapped message uses ('InductorError: Unsupported: ...')
+COMPILE_WRAPPER = re.compile(r"(?:BackendCompilerFailed|InductorError)$")
 TEXT_PHASES_RE = [(phase, re.compile(pattern)) for phase, pattern in TEXT_PHASES]
 PATTERN_CI_EXIT = re.compile(PATTERNS["ci_exit"])  # applied to one matched line
 ERROR_KINDS = ("cpp_error", "aoti_torch_exception", "compiler_diagnostic")
@@ -206,6 +201,20 @@ def _with_message(lines: pl.DataFrame, footers: pl.DataFrame, window: int = 80) 
     return pl.DataFrame(out, schema={**footers.schema, "message": pl.String})
 
 
+def _typed_phase(head: str, exc_type: str, wrapper_type: str) -> str | None:
+    """The phase that the type and first message line (``head``) name: a runtime call, then a specific stage
+    (lowering, autotuning, the build) named anywhere, then Inductor's wrapper types, then the general patterns."""
+    for phase, pattern in TEXT_PHASES_RE:
+        if pattern.search(head):
+            return phase
+    for phase, pattern in TYPE_PHASES:
+        if phase in SPECIFIC_PHASES and pattern.search(head):
+            return phase
+    if COMPILE_WRAPPER.search(exc_type) or COMPILE_WRAPPER.search(wrapper_type):
+        return "compile"
+    return next((phase for phase, pattern in TYPE_PHASES if pattern.search(head)), None)
+
+
 def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict], asserts: list[dict],
              compiles: list[dict], errors: list[dict], hint: str | None, reported: list[dict],
              ci_exit: list[dict], worded: list[dict], aborts: list[dict], fatal_logs: list[dict],
@@ -347,14 +356,7 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
     if phase in ("unknown", "user") and cpp is not None and route_cpp(cpp) is not None:
         phase, source = route_cpp(cpp), f"C++: {cpp}"
     if phase in ("unknown", "user"):
-        # the specific stages named anywhere (lowering, autotuning, the build), then the exception's own type
-        # ('InductorError: Unsupported: ...' is Inductor's, whatever word its message uses), then the rest
-        exc_type = str(row.get("exc_type") or "")
-        typed = next((p for p, pattern in TEXT_PHASES_RE if pattern.search(head)), None) or next(
-            (p for p, pattern in TYPE_PHASES if p in SPECIFIC_PHASES and pattern.search(head)), None) or next(
-            (p for t in (exc_type, wrapper_type) for p, pattern in TYPE_FIRST_PHASES if pattern.search(t)),
-            None) or next(
-            (p for p, pattern in TYPE_PHASES if pattern.search(head)), None)
+        typed = _typed_phase(head, str(row.get("exc_type") or ""), wrapper_type)
         if typed is not None:
             phase, source = typed, f"message: {row['what'][:80]}"
     if phase == "unknown" and logged_by:

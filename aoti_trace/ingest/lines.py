@@ -65,8 +65,10 @@ LOG_HEADERS = (GLOG, GLOG_SHORT, GLOG_ET, LOGCAT)
 # so that one traceback parser reads both
 # ('RuntimeError    Traceback (most recent call last)', 'File ~/x.py:12, in f(a)', 'Cell In[3], line 5',
 # '----> 12 out = model(x)' and IPython 7's 'x.py in f(a)')
+# IPython's traceback header names the exception ('CacheLimitExceeded    Traceback (most recent call last)')
+IPYTHON_TB_HEAD = r"^(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$"
 IPYTHON: list[tuple[str, str]] = [
-    (r"^[A-Za-z_][\w.]*\s{2,}Traceback \(most recent call last\)\s*$", "Traceback (most recent call last):"),
+    (IPYTHON_TB_HEAD, "Traceback (most recent call last):"),
     (r'^File (?P<f>[^"\s][^\n]*?):(?P<l>\d+), in (?P<fn>[^\s(]+)(?:\(.*)?$', '  File "${f}", line ${l}, in ${fn}'),
     (r"^Cell In ?\[(?P<n>\d*)\], line (?P<l>\d+)\s*$", '  File "<cell In[${n}]>", line ${l}, in <module>'),
     (r"^(?P<f><ipython-input-[^>]+>) in (?P<fn>[^\s(]+)(?:\(.*)?$", '  File "${f}", line 0, in ${fn}'),
@@ -272,10 +274,8 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
     parsed = [pl.col("text").str.extract_groups(h) for h in LOG_HEADERS]
     header = pl.coalesce([pl.col("text").str.extract(h, 0) for h in LOG_HEADERS])
     msg = pl.col("text").str.slice(header.str.len_chars().fill_null(0))
-    # IPython names the exception in its traceback header ('CacheLimitExceeded    Traceback (most recent call last)'):
-    # kept, since a pasted notebook traceback is often cut before its last line
-    df = df.with_columns(msg.str.extract(IPYTHON[0][0].replace("^[A-Za-z_][\\w.]*", "^([A-Za-z_][\\w.]*)", 1), 1)
-                         .alias("_tb_type"))
+    # the type IPython's traceback header names is kept: a pasted notebook traceback is often cut before its last line
+    df = df.with_columns(msg.str.extract(IPYTHON_TB_HEAD, 1).alias("_tb_type"))
     for pattern, repl in IPYTHON:
         msg = msg.str.replace(pattern, repl)
     df = df.with_columns(

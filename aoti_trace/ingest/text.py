@@ -96,6 +96,13 @@ def decode(data: bytes) -> tuple[str, int | None, int]:
         return text, data.count(b"\n", 0, exc.start) + 1, max(bad, 1)
 
 
+def clipped_damage(run_id: str, path: str, lineno: int | None, count: int) -> dict:
+    """The damage row for ``count`` lines cut to :data:`lines.MAX_LINE_CHARS` characters, the first at ``lineno``."""
+    return _damage(run_id, path, lineno, "line_clipped", count,
+                   f"{count} line(s) longer than {L.MAX_LINE_CHARS} characters: only their first "
+                   f"{L.MAX_LINE_CHARS} characters were analysed")
+
+
 def read_text_bytes(data: bytes, stream: str, run_id: str, path: str = "-") -> Frames:
     """Parse captured ``stream`` text given as bytes; ``path`` is recorded in every row."""
     text, bad_line, bad_count = decode(data)
@@ -111,9 +118,7 @@ def read_text_bytes(data: bytes, stream: str, run_id: str, path: str = "-") -> F
                               f"mid-line ({len(lines[-1])} characters: {lines[-1][:80]!r})"))
     lines, clipped, first_clipped = L.clip_long_lines(lines)
     if clipped:
-        damage.append(_damage(run_id, path, (first_clipped or 0) + 1, "line_clipped", clipped,
-                              f"{clipped} line(s) longer than {L.MAX_LINE_CHARS} characters: only their first "
-                              f"{L.MAX_LINE_CHARS} characters were analysed"))
+        damage.append(clipped_damage(run_id, path, (first_clipped or 0) + 1, clipped))
     df = L.classify(lines, stream, run_id, path)
     frames.add("lines", L.public(df))
     if df.height:

@@ -123,7 +123,7 @@ class _Gunzip:
 
 def read_chunked(f: BinaryIO, first: bytes, stream: str, run_id: str, path: str) -> Frames:
     """Read ``first`` + the rest of ``f`` chunk by chunk; keep what matters (module docstring)."""
-    from aoti_trace.ingest.text import FH_LAST, _damage, decode
+    from aoti_trace.ingest.text import FH_LAST, _damage, clipped_damage, decode
 
     acc = _Kept()
     lineno = 1
@@ -181,9 +181,7 @@ def read_chunked(f: BinaryIO, first: bytes, stream: str, run_id: str, path: str)
         damage.append(_damage(run_id, path, None, "line_split", acc.split_lines,
                               f"{acc.split_lines} line(s) longer than {CHUNK / (1 << 20):g} MiB were split in parts"))
     if acc.clipped_lines:
-        damage.append(_damage(run_id, path, acc.first_clipped, "line_clipped", acc.clipped_lines,
-                              f"{acc.clipped_lines} line (part)s longer than {L.MAX_LINE_CHARS} characters: only "
-                              f"their first {L.MAX_LINE_CHARS} characters were analysed"))
+        damage.append(clipped_damage(run_id, path, acc.first_clipped, acc.clipped_lines))
     damage += acc.skipped(run_id, path, stream)
     if damage:
         frames.add("damage", pl.DataFrame(damage, infer_schema_length=None))
