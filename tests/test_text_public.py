@@ -113,3 +113,13 @@ def test_torchchat_1293_banner_is_noise_and_compiler_error_found():
     # the posted traceback is cut before its exception line: one incomplete row, without a type
     exc = f["exceptions"].row(0, named=True)
     assert f["exceptions"].height == 1 and exc["complete"] is False and exc["exc_type"] is None
+
+
+def test_torch_2_1_logger_header_gives_level_and_source():
+    """torch 2.0-2.2 logged '[<time>] [0/1] torch._subclasses.fake_tensor: [ERROR] TypeError: ...' (blind round 11)."""
+    f = read_stream(PUBLIC / "blind11" / "huggingface_stable_cascade_4_fake_tensor_multiple_dispatch_size" / "stderr.txt",
+                    "stderr", "x")
+    row = f["lines"].row(0, named=True)
+    assert (row["level"], row["src"], row["kind"]) == ("E", "torch._subclasses.fake_tensor", "exception")
+    assert row["text"].startswith("TypeError: Multiple dispatch failed for 'torch.ops.aten.size'")
+    assert row["prefix"].endswith("torch._subclasses.fake_tensor: [ERROR] ")

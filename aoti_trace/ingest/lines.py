@@ -59,8 +59,12 @@ GLOG_SHORT = r"^\[(?P<level>[VIWEFC]) (?P<src>[^\s\]]+:\d+)\] ?"
 GLOG_ET = r"^(?P<level>[DIWEFC]) (?:\d\d:\d\d:\d\d\.\d+ )?(?P<src>executorch:[^\s\]]+:\d+)\] ?"
 # Android logcat ('F/libc    (25506): ', '02-28 16:07:12.101: I/ETLOG(8314): '); the tag is the source
 LOGCAT = r"^(?:\d\d-\d\d \d\d:\d\d:\d\d\.\d+:? +)?(?P<level>[VDIWEF])/(?P<src>[\w.$-]+) *\( *\d+\): "
+# torch 2.0-2.2's own log format after its timestamp ('[0/1] torch._subclasses.fake_tensor: [ERROR] '); the logger
+# is the source, the level's initial the level
+TORCH_LOGGER = (r"^(?:\[!?(?:[a-z]+/)?\d+/\d+(?:_\d+)?\] )?(?P<src>torch\.[\w.]+): "
+                r"\[(?P<level>[DIWEC])(?:EBUG|NFO|ARNING|RROR|RITICAL)\] ?")
 # every log header that gives a line its level and source, tried in this order
-LOG_HEADERS = (GLOG, GLOG_SHORT, GLOG_ET, LOGCAT)
+LOG_HEADERS = (GLOG, GLOG_SHORT, GLOG_ET, LOGCAT, TORCH_LOGGER)
 # IPython / Jupyter tracebacks (and exceptions printed as "<class 'T'>: message"), rewritten into the standard form
 # so that one traceback parser reads both
 # ('RuntimeError    Traceback (most recent call last)', 'File ~/x.py:12, in f(a)', 'Cell In[3], line 5',
