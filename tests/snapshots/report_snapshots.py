@@ -1,0 +1,89 @@
+"""Every report format of every fixture, kept as hashes: the guard of a refactoring that must not change behaviour.
+
+``python tests/snapshots/report_snapshots.py --update`` renders all formats (:data:`aoti_trace.report.FORMATS`) for every
+input below and writes their SHA-256 to ``report_snapshots.json``; ``test_reports.py`` renders them again and compares. The
+inputs: every case folder with an ``expected.yaml`` under ``fixtures/``, the damaged captures, the packages and the
+multi-file trace. Before hashing, this checkout's path is replaced by ``<repo>`` (reports name the files they read),
+so that the hashes hold on any clone. To see *what* changed, render one input with both commits
+(``--show INPUT FORMAT`` prints the normalised report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures"
+SNAPSHOT = Path(__file__).with_name("report_snapshots.json")
+
+
+def inputs() -> list[Path]:
+    """The fixture inputs, sorted: case folders, damaged captures, packages (and damaged ones), traces."""
+    from aoti_trace.scoreboard import find_cases
+
+    found = set(find_cases([FIXTURES]))
+    found |= {p for p in (FIXTURES / "damaged").iterdir() if p.is_dir()}
+    found |= set((FIXTURES / "packages").rglob("*.pt2"))
+    found |= {p for p in (FIXTURES / "traces").iterdir() if p.is_dir()}
+    return sorted(found)
+
+
+def key(path: Path) -> str:
+    return path.relative_to(FIXTURES).as_posix()
+
+
+def normalise(text: str) -> str:
+    return text.replace(str(ROOT), "<repo>")
+
+
+def render_all(path: Path) -> dict[str, str]:
+    """Format -> normalised report text for one input (analysed once, run from the repository root)."""
+    from aoti_trace.analysis import analyze
+    from aoti_trace.report import FORMATS, render
+
+    analysis = analyze([path])
+    return {fmt: normalise(render(analysis, fmt, source_root=ROOT)) for fmt in FORMATS}
+
+
+def digest(path: Path) -> dict[str, str]:
+    return {fmt: hashlib.sha256(text.encode()).hexdigest()[:16] for fmt, text in render_all(path).items()}
+
+
+def _digest_in_root(path: Path) -> dict[str, str]:
+    os.chdir(ROOT)  # a pool worker: relative paths in reports are relative to the repository root
+    return digest(path)
+
+
+def digest_all(paths: list[Path]) -> dict[str, dict[str, str]]:
+    """Input key -> format -> hash, over a process pool (one worker per core)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return {key(p): d for p, d in zip(paths, pool.map(_digest_in_root, paths, chunksize=4))}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--update", action="store_true", help="write report_snapshots.json from this checkout")
+    ap.add_argument("--show", nargs=2, metavar=("INPUT", "FORMAT"), help="print one normalised report")
+    a = ap.parse_args()
+    os.chdir(ROOT)
+    if a.show:
+        sys.stdout.write(render_all(FIXTURES / a.show[0])[a.show[1]])
+        return 0
+    if a.update:
+        snap = digest_all(inputs())
+        SNAPSHOT.write_text(json.dumps(snap, indent=1, sort_keys=True) + "\n")
+        print(f"{len(snap)} inputs written to {SNAPSHOT}")
+        return 0
+    ap.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
