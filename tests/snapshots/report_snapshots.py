@@ -3,9 +3,12 @@
 ``python tests/snapshots/report_snapshots.py --update`` renders all formats (:data:`aoti_trace.report.FORMATS`) for every
 input below and writes their SHA-256 to ``report_snapshots.json``; ``test_reports.py`` renders them again and compares. The
 inputs: every case folder with an ``expected.yaml`` under ``fixtures/``, the damaged captures, the packages and the
-multi-file trace. Before hashing, this checkout's path is replaced by ``<repo>`` (reports name the files they read),
-so that the hashes hold on any clone. To see *what* changed, render one input with both commits
-(``--show INPUT FORMAT`` prints the normalised report).
+multi-file trace. Each input is analysed by its path relative to the repository root, with the root as the working
+directory, so that the reports (which name the files they read) are the same on any clone; paths inside the fixtures
+themselves (where a capture was made) stay as they are. No ``source_root`` is given to SARIF and GitHub annotations
+(the CLI passes the working directory): with one, a location is preferred when the user's file exists under it,
+which depends on where the checkout is. To see *what* changed, render one input with both commits
+(``--show INPUT FORMAT`` prints the report).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # this checkout's aoti_trace, also when run as a script
+    sys.path.insert(0, str(ROOT))
 FIXTURES = ROOT / "fixtures"
 SNAPSHOT = Path(__file__).with_name("report_snapshots.json")
 
@@ -37,17 +42,13 @@ def key(path: Path) -> str:
     return path.relative_to(FIXTURES).as_posix()
 
 
-def normalise(text: str) -> str:
-    return text.replace(str(ROOT), "<repo>")
-
-
 def render_all(path: Path) -> dict[str, str]:
-    """Format -> normalised report text for one input (analysed once, run from the repository root)."""
+    """Format -> report text for one input (analysed once, run from the repository root)."""
     from aoti_trace.analysis import analyze
     from aoti_trace.report import FORMATS, render
 
-    analysis = analyze([path])
-    return {fmt: normalise(render(analysis, fmt, source_root=ROOT)) for fmt in FORMATS}
+    analysis = analyze([path.relative_to(ROOT)])
+    return {fmt: render(analysis, fmt) for fmt in FORMATS}
 
 
 def digest(path: Path) -> dict[str, str]:
@@ -70,7 +71,7 @@ def digest_all(paths: list[Path]) -> dict[str, dict[str, str]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--update", action="store_true", help="write report_snapshots.json from this checkout")
-    ap.add_argument("--show", nargs=2, metavar=("INPUT", "FORMAT"), help="print one normalised report")
+    ap.add_argument("--show", nargs=2, metavar=("INPUT", "FORMAT"), help="print one report")
     a = ap.parse_args()
     os.chdir(ROOT)
     if a.show:
