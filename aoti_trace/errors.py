@@ -1,7 +1,8 @@
 """Exceptions raised by aoti-trace.
 
-Every user-facing error derives from :class:`AotiTraceError`, which the CLI turns into one line on stderr and
-exit code 2. Anything else that escapes is a bug: the CLI exits 3 with a short bug-report hint.
+Every user-facing error derives from :class:`AotiTraceError`, which the CLI (:mod:`aoti_trace.cli`, the only
+module that knows click) turns into one line on stderr and exit code 2. Anything else that escapes is a bug: the
+CLI exits 3 with a short bug-report hint.
 
     AotiTraceError                 exit code 2
     ├── InputError                 a path is missing, unreadable, or not something we can analyse
@@ -13,10 +14,8 @@ exit code 2. Anything else that escapes is a bug: the CLI exits 3 with a short b
 
 from __future__ import annotations
 
-import click
 
-
-class AotiTraceError(click.ClickException):
+class AotiTraceError(Exception):
     """Base class: a user or input error, reported as one line with exit code 2."""
 
     exit_code = 2

@@ -84,7 +84,7 @@ def load_error(tmp_path: Path, body: str) -> str:
     write_rule(tmp_path, body)
     with pytest.raises(RuleError) as exc:
         load_rules(tmp_path)
-    msg = exc.value.format_message()
+    msg = str(exc.value)
     assert "\n" not in msg
     return msg
 

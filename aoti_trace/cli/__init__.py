@@ -24,7 +24,19 @@ COMMANDS: dict[str, str] = {
 }
 
 
+class UserError(click.ClickException):
+    """A library :class:`~aoti_trace.errors.AotiTraceError` as click reports it: one line, exit code 2."""
+
+    exit_code = 2
+
+
 class _LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except AotiTraceError as exc:  # the library knows nothing of click: its user errors become click's here
+            raise UserError(str(exc)) from None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(COMMANDS) | set(self.commands))
 
@@ -56,8 +68,8 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         code = cli.main(args=argv, prog_name="aoti-trace", standalone_mode=False)
-    except AotiTraceError as exc:
-        click.echo(f"aoti-trace: error: {exc.format_message()}", err=True)
+    except (AotiTraceError, UserError) as exc:
+        click.echo(f"aoti-trace: error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("aoti-trace: aborted", err=True)

@@ -609,9 +609,9 @@ def package_frames(path: str | Path, run_id: str, host: host_mod.HostInfo | None
         info = inspect_package(path)
     except PackageError as exc:
         kind = pa.error_kind(exc)
-        row(None, "package_error", kind, exc.format_message())
+        row(None, "package_error", kind, str(exc))
         damage.append({"run_id": run_id, "path": str(path), "lineno": None, "kind": kind, "count": 1,
-                       "detail": exc.format_message()})
+                       "detail": str(exc)})
         info = None
     if info is not None:
         p = info.prefix + "/" if info.prefix else ""
