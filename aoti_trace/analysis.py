@@ -18,16 +18,26 @@ from aoti_trace.findings import Finding
 from aoti_trace.frames import Frames, conform, schema
 
 if TYPE_CHECKING:
+    from aoti_trace.engine.loader import RuleSet
     from aoti_trace.minify import MinifyResult
+
+
+@dataclass(frozen=True)
+class Guide:
+    """A rule's guide (``rules/guides/<family>/<name>.md``), read when the analysis was made."""
+
+    path: Path
+    text: str
 
 
 @dataclass
 class Analysis:
-    """Result of one analysis: the runs, their frames and the ranked findings."""
+    """Result of one analysis: the runs, their frames, the ranked findings and the guides of their rules."""
 
     runs: list[RunInputs]
     frames: Frames
     findings: list[Finding] = field(default_factory=list)
+    guides: dict[str, Guide] = field(default_factory=dict)  # rule id -> its guide (from the rule's own folder)
     repro: MinifyResult | None = None  # a minimal repro of the primary failure (set by aoti_trace.minify)
 
     @property
@@ -114,4 +124,27 @@ def analyze(
     frames = build_frames(runs)
     rules = engine.load_rules(rules_path)
     findings = engine.evaluate(rules, frames)
-    return Analysis(runs=runs, frames=frames, findings=findings)
+    return Analysis(runs=runs, frames=frames, findings=findings, guides=read_guides(findings, rules))
+
+
+def read_guides(findings: list[Finding], rules: RuleSet) -> dict[str, Guide]:
+    """The guide of each finding's rule, found in the folder the rule was loaded from (``--rules DIR`` too); the
+    built-in failure rules' guides are in the built-in library. A guide that cannot be read is left out."""
+    from aoti_trace.engine import default_rules_dir
+
+    out: dict[str, Guide] = {}
+    for f in findings:
+        if not f.guide or f.rule_id in out:
+            continue
+        rule = rules.get(f.rule_id)
+        path = rules.guide_path(rule) if rule is not None else None
+        if path is None or not path.is_file():
+            try:
+                path = default_rules_dir() / f.guide
+            except Exception:  # noqa: BLE001 - no built-in library (an unusual install): no guide, not a failure
+                continue
+        try:
+            out[f.rule_id] = Guide(path=path, text=path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    return out

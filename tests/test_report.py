@@ -10,6 +10,7 @@ import functools
 import html
 import json
 import re
+import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -274,7 +275,7 @@ def test_html_self_contained_and_escaped(key):
     text = "".join(p.text)
     if a.primary:
         assert a.primary.title in text and a.primary.message.strip()[:200] in text
-        if guide_file(a.primary):
+        if guide_file(a, a.primary):
             assert "What happened" in text  # the sub-guide is rendered
     for f in a.findings:
         assert html.escape(f.message.strip()[:200]) in out
@@ -411,3 +412,23 @@ def test_timeline_payload_reader_matches_read_payload(trace):
         for row, text in got:
             assert text == read_payload(row["path"], row["payload_offset"], row["payload_length"])
     assert timelines(a)
+
+
+def test_guide_comes_from_the_rules_folder_the_rule_was_loaded_from(tmp_path, monkeypatch):
+    """A rule loaded with --rules DIR shows DIR's guide (the reports once looked only in the built-in library)."""
+    from aoti_trace.analysis import analyze
+    from aoti_trace.report import render
+
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "package_error").mkdir()
+    shutil.copy(root / "rules" / "package_error" / "archive-version-mismatch.yaml", tmp_path / "package_error")
+    guide = tmp_path / "guides" / "package_error" / "package-error.md"
+    guide.parent.mkdir(parents=True)
+    guide.write_text("# Our team's guide\n\n## What happened\n\nOur own words about archive versions.\n")
+    monkeypatch.chdir(tmp_path)
+    a = analyze([root / "fixtures" / "cases" / "archive_version_mismatch"], rules_path=tmp_path)
+    assert a.primary is not None and a.primary.rule_id == "AOTI-K003"
+    assert a.guides["AOTI-K003"].path == guide
+    assert "guide:   guides/package_error/package-error.md" in render(a, "text")
+    assert "Our own words about archive versions." in render(a, "html")
+    assert "Our own words about archive versions." in render(a, "sarif")

@@ -1,5 +1,6 @@
 """Helpers shared by the report formats. Everything here reads the :class:`~aoti_trace.analysis.Analysis` (and,
-lazily, the files it points at: trace payloads, captured logs, guides, packages); nothing writes.
+lazily, the files it points at: trace payloads, captured logs, packages; guides come with the analysis); nothing
+writes.
 
 * :func:`first_paragraph`, :func:`highlights` -- finding text helpers
 * :func:`guide_file`, :func:`guide_summary` -- the rule's sub-guide (``rules/guides/...``)
@@ -78,33 +79,21 @@ def severity_counts(findings, sep: str = ", ") -> str:  # type: ignore[no-untype
 
 
 # ------------------------------------------------------------------------------------------------ guides
-def guide_file(f: Finding) -> Path | None:
-    """The guide markdown file of a finding, looked up in the built-in rule library (None when absent)."""
-    if not f.guide:
-        return None
-    try:
-        from aoti_trace.engine import default_rules_dir
-
-        root = default_rules_dir()
-    except Exception:  # noqa: BLE001 - a report must not fail because the library cannot be located
-        return None
-    path = Path(root) / f.guide
-    return path if path.is_file() else None
+def guide_file(analysis: Analysis, f: Finding) -> Path | None:
+    """The guide file of a finding's rule (read by the analysis from the rule's folder); None when it has none."""
+    guide = analysis.guides.get(f.rule_id)
+    return guide.path if guide is not None else None
 
 
-def guide_text(f: Finding) -> str | None:
-    path = guide_file(f)
-    if path is None:
-        return None
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+def guide_text(analysis: Analysis, f: Finding) -> str | None:
+    guide = analysis.guides.get(f.rule_id)
+    return guide.text if guide is not None else None
 
 
-def guide_display(f: Finding) -> str | None:
-    """What to print for the guide: the file path when found, else the rule's relative path."""
-    path = guide_file(f)
+def guide_display(analysis: Analysis, f: Finding) -> str | None:
+    """What to print for the guide: the file path (relative to the working directory when under it), else the
+    rule's relative path."""
+    path = guide_file(analysis, f)
     if path is not None:
         try:
             return str(path.relative_to(Path.cwd()))
@@ -113,9 +102,9 @@ def guide_display(f: Finding) -> str | None:
     return f.guide
 
 
-def guide_summary(f: Finding) -> str | None:
+def guide_summary(analysis: Analysis, f: Finding) -> str | None:
     """First paragraph of the guide's 'What happened' section (SARIF fullDescription)."""
-    text = guide_text(f)
+    text = guide_text(analysis, f)
     if not text:
         return None
     m = re.search(r"^##\s+What happened\s*\n+(.*?)(?:\n\s*\n|\Z)", text, re.S | re.M)

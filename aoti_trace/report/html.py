@@ -197,9 +197,9 @@ def _card(analysis: Analysis, f: Finding, primary: bool) -> str:
     if f.env_flags:
         parts.append('<dl class="kv">' + "".join(f"<dt><code>{escape(k)}</code></dt><dd><code>{escape(v)}</code></dd>"
                                                 for k, v in f.env_flags.items()) + "</dl>")
-    guide = guide_display(f)
+    guide = guide_display(analysis, f)
     if guide:
-        text = guide_text(f)
+        text = guide_text(analysis, f)
         if text:
             parts.append(f'<details class="guide"{" open" if primary else ""}><summary>Guide: <code>{escape(guide)}'
                          f'</code></summary>{markdown_to_html(text)}</details>')

@@ -157,7 +157,7 @@ def _details(analysis: Analysis, f: Finding) -> list[str]:
     rerun = f.rerun
     if rerun:
         out += ["**Rerun to confirm**", "", _block(rerun, "sh"), ""]
-    guide = guide_display(f)
+    guide = guide_display(analysis, f)
     if guide:
         out += [f"**Guide:** {_code(guide)} (`aoti-trace rules show {f.rule_id}`)", ""]
     return out
@@ -171,7 +171,7 @@ def render_markdown(analysis: Analysis) -> str:
     if analysis.findings:
         out += ["| | Severity | Rule | Location | Message | Guide |", "|---|---|---|---|---|---|"]
         for f in analysis.findings:
-            guide = guide_display(f)
+            guide = guide_display(analysis, f)
             out.append(f"| {'**primary**' if f.primary else ''} | {ICON[f.severity]} {f.severity} | "
                        f"`{f.rule_id}` {_cell(f.rule_name)} | {_where(analysis, f)} | {_cell(f.message)} | "
                        f"{_code(guide, table=True) if guide else ''} |")

@@ -64,9 +64,9 @@ def _physical(path: str, line: int | None, source_root: Path | None) -> dict:
     return {"physicalLocation": loc}
 
 
-def _rule(f: Finding) -> dict:
+def _rule(analysis: Analysis, f: Finding) -> dict:
     rerun = f.rerun
-    guide = guide_display(f)
+    guide = guide_display(analysis, f)
     text = f.remedy.strip()
     md = f.remedy.strip()
     if rerun:
@@ -79,7 +79,7 @@ def _rule(f: Finding) -> dict:
         "id": f.rule_id,
         "name": f.rule_name,
         "shortDescription": {"text": _clip(f.title)},
-        "fullDescription": {"text": _clip(guide_summary(f) or f.title)},
+        "fullDescription": {"text": _clip(guide_summary(analysis, f) or f.title)},
         "help": {"text": text or f.title, "markdown": md or f.title},
         "defaultConfiguration": {"level": LEVEL[f.severity]},
         "properties": {"tags": ["aoti", f.family], "problem.severity": PROBLEM_SEVERITY[f.severity]},
@@ -135,7 +135,7 @@ def sarif_document(analysis: Analysis, *, source_root: str | Path | None = None,
     for f in analysis.findings:
         if f.rule_id not in index:
             index[f.rule_id] = len(rules)
-            rules.append(_rule(f))
+            rules.append(_rule(analysis, f))
     results = [_result(analysis, f, index[f.rule_id], root) for f in analysis.findings]
     run_ids = sorted({r.run_id for r in analysis.runs})
     run: dict = {

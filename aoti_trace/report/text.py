@@ -100,7 +100,7 @@ def _finding(analysis: Analysis, f: Finding, primary: bool) -> list[Line]:
     rerun = f.rerun
     if rerun:
         out.append([("  re-run:  ", "bold"), (rerun, "bold green")])
-    guide = guide_display(f)
+    guide = guide_display(analysis, f)
     if guide:
         out.append([("  guide:   ", "bold"), (guide, "underline")])
     return out

@@ -286,7 +286,7 @@ class Outcome:
 def analyse(paths: list[Path], rules, **kw) -> Outcome:
     """discover -> frames -> rules -> every report format, in-process (what ``aoti-trace analyze`` runs)."""
     from aoti_trace import engine
-    from aoti_trace.analysis import Analysis, build_frames
+    from aoti_trace.analysis import Analysis, build_frames, read_guides
     from aoti_trace.discover import discover
     from aoti_trace.report import FORMATS, render
 
@@ -294,7 +294,7 @@ def analyse(paths: list[Path], rules, **kw) -> Outcome:
     runs = discover(paths, **kw)
     frames = build_frames(runs)
     findings = engine.evaluate(rules, frames)
-    analysis = Analysis(runs=runs, frames=frames, findings=findings)
+    analysis = Analysis(runs=runs, frames=frames, findings=findings, guides=read_guides(findings, rules))
     reports = {fmt: render(analysis, fmt) for fmt in FORMATS}
     reports["text-color"] = render(analysis, "text", color=True)
     json.loads(reports["json"])  # the machine-readable formats stay valid
