@@ -283,6 +283,18 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
 FRAME_NAMES: tuple[str, ...] = tuple(SCHEMAS)
 
 
+# frame -> its text column: the line of text a finding quotes as evidence when a rule matches a row of that frame
+TEXT_COLUMNS: dict[str, str] = {
+    "lines": "text",
+    "exceptions": "message",
+    "compiles": "fail_reason",
+    "device_asserts": "assertion",
+    "faults": "what",
+    "damage": "detail",
+    "failures": "what",
+}
+
+
 @functools.cache
 def schema(name: str) -> pl.Schema:
     """Polars schema of frame ``name`` (built once per name)."""

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aoti_trace.capture import CaptureResult, capture
+from aoti_trace.vocabulary import CARRIER_FAMILIES
 
 if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
@@ -45,8 +46,6 @@ CACHE = "TORCHINDUCTOR_CACHE_DIR"
 SUCCEEDED = "the command succeeded: nothing to debug"
 MINIFY_DIR = "stage-5-minify"
 
-# Families that say how a process died, not why.
-CARRIER_FAMILIES = frozenset({"segfault", "log_damage"})
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ SEVERITIES: tuple[str, ...] = get_args(Severity)  # most severe first
 
 Role = Literal["cause", "symptom", "carrier", "noise"]
 ROLES: tuple[str, ...] = get_args(Role)  # strongest first
+# the roles whose error finding says why a run failed (a carrier says only how it died; noise, nothing)
+EXPLAINING_ROLES: frozenset[str] = frozenset({"cause", "symptom"})
 
 Precision = Literal["very-high", "high", "medium", "low"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)  # strongest first
@@ -46,6 +48,8 @@ Family = Literal[
     "unexplained",
 ]
 FAMILIES: tuple[str, ...] = get_args(Family)
+# Families that say how a process died, not why (the ladder keeps climbing past a finding of these).
+CARRIER_FAMILIES: frozenset[str] = frozenset({"segfault", "log_damage"})
 
 # Where in the life of an AOTI model a failure happened.
 Phase = Literal["export", "compile", "lowering", "autotune", "build", "package", "load", "run", "user", "unknown"]

@@ -21,7 +21,8 @@ from aoti_trace.engine.rank import Ranked, rank
 from aoti_trace.engine.reasoners import enrich
 from aoti_trace.engine.schema import PLACEHOLDER_RE, ColumnRef, Leaf, Rule, TorchRange
 from aoti_trace.findings import Evidence, Finding
-from aoti_trace.frames import Frames
+from aoti_trace.frames import TEXT_COLUMNS, Frames
+from aoti_trace.vocabulary import EXPLAINING_ROLES
 
 MAX_EVIDENCE = 3
 MESSAGE_LINES = 6  # an exception line's evidence: it and the next lines of its message
@@ -74,7 +75,7 @@ def _drop_explained_carriers(items: list[Ranked]) -> list[Ranked]:
     severity was found, they only repeat it (the generic wrapper around the real error) and are dropped. The
     built-in failure finding is dropped as soon as any other error finding reports the run."""
     explained = {i.finding.run_id for i in items
-                 if i.finding.severity == "error" and i.rule.role in ("cause", "symptom")}
+                 if i.finding.severity == "error" and i.rule.role in EXPLAINING_ROLES}
     reported = {i.finding.run_id for i in items
                 if i.finding.severity == "error" and not is_failure_rule(i.rule.id)}
     return [i for i in items
@@ -283,21 +284,9 @@ def matching_line(text: str | None, leaf: Leaf | None) -> str:
     return _first_line(text)
 
 
-# frame -> its text column (the one whose matching line is shown)
-TEXT_COLUMN = {
-    "lines": "text",
-    "exceptions": "message",
-    "compiles": "fail_reason",
-    "device_asserts": "assertion",
-    "faults": "what",
-    "damage": "detail",
-    "failures": "what",
-}
-
-
 def evidence_of(frame: str, row: dict, leaf: Leaf | None) -> Evidence:
     """An evidence item for one row of ``frame``."""
-    column = TEXT_COLUMN.get(frame)
+    column = TEXT_COLUMNS.get(frame)
     own = leaf if (leaf is not None and leaf.column == column) else None
     text: str
     if frame == "lines":  # the line as written: its decoration (timestamp, CI or log header) and the message

@@ -4,7 +4,9 @@ After a rule has matched and its finding is built, :func:`enrich` runs every rea
 finding's family. A reasoner takes ``(finding, frames)`` and returns a (possibly) updated finding: extra
 ``fields``, ``evidence`` items, ``env_flags`` or a sentence appended to the ``message``. Reasoners never create
 or drop findings and never change the fingerprint (computed before enrichment from the rule's own captures).
-They read frames only through :mod:`aoti_trace.engine.compile` helpers.
+They read frames through :mod:`aoti_trace.engine.compile` helpers; two of them also read files that frames point at
+(not yet moved to ingest): :func:`wrapper_sources` reads generated code from trace payloads and ``.pt2`` entries,
+and the deprecated-API reasoner reads the statement at the user's call site when that file is on this machine.
 
 Registered:
 

@@ -8,10 +8,10 @@ as ``bad_json``. Nothing raises on bad input.
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 
 from aoti_trace.ingest import safe_json
+from aoti_trace.vocabulary import is_user
 
 # Event names torch 2.13 can emit (grep of trace_structured/dtrace_structured calls) plus tlparse's Envelope keys.
 KNOWN_EVENTS = frozenset(
@@ -33,16 +33,6 @@ AOTI_APIS = frozenset({"aoti_compile_and_package", "aot_compile", "aoti_compile"
                        "_aoti_compile_and_package_inner", "aot_load"})
 
 # A frame is torch / library / stdlib (not user code) when its file matches this.
-NON_USER_RE = re.compile(
-    r"^<|[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python\d[\d.]*[/\\]|[/\\]torch[/\\]|^torch[/\\]"
-)
-
-
-def is_user_file(filename: str | None) -> bool:
-    """User code: outside torch, site-packages and the standard library (by path shape; no imports)."""
-    return bool(filename) and not NON_USER_RE.search(filename)  # type: ignore[arg-type]
-
-
 @dataclass
 class Problems:
     """Damage collected while decoding: kind -> [count, first lineno, first detail]."""
@@ -110,7 +100,7 @@ def resolve_stack(raw: list, strings: dict[int, str], lineno: int, problems: Pro
             depth=depth, filename=filename, line=line if isinstance(line, int) else None,
             function=fr.get("name") if isinstance(fr.get("name"), str) else None,
             code=fr.get("loc") if isinstance(fr.get("loc"), str) else None,
-            is_user=is_user_file(filename),
+            is_user=filename is not None and is_user(filename),
         ))
     return frames
 
