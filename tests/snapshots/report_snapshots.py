@@ -61,10 +61,12 @@ def _digest_in_root(path: Path) -> dict[str, str]:
 
 
 def digest_all(paths: list[Path]) -> dict[str, dict[str, str]]:
-    """Input key -> format -> hash, over a process pool (one worker per core)."""
+    """Input key -> format -> hash, over a process pool (one worker per core), started with ``spawn``: a worker forked
+    from a process that has used Polars can deadlock on a lock held by Polars' thread pool at the fork."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")) as pool:
         return {key(p): d for p, d in zip(paths, pool.map(_digest_in_root, paths, chunksize=4))}
 
 
