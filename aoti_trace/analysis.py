@@ -131,6 +131,7 @@ def read_guides(findings: list[Finding], rules: RuleSet) -> dict[str, Guide]:
     """The guide of each finding's rule, found in the folder the rule was loaded from (``--rules DIR`` too); the
     built-in failure rules' guides are in the built-in library. A guide that cannot be read is left out."""
     from aoti_trace.engine import default_rules_dir
+    from aoti_trace.errors import RuleError
 
     out: dict[str, Guide] = {}
     for f in findings:
@@ -141,7 +142,7 @@ def read_guides(findings: list[Finding], rules: RuleSet) -> dict[str, Guide]:
         if path is None or not path.is_file():
             try:
                 path = default_rules_dir() / f.guide
-            except Exception:  # noqa: BLE001 - no built-in library (an unusual install): no guide, not a failure
+            except RuleError:  # no built-in library (an unusual install): no guide, not a failure
                 continue
         try:
             out[f.rule_id] = Guide(path=path, text=path.read_text(encoding="utf-8", errors="replace"))
