@@ -444,16 +444,42 @@ def capture(
 
     stdout_f = open(out / "stdout.txt", "wb", buffering=0)
     stderr_f = open(out / "stderr.txt", "wb", buffering=0)
+    state: dict = {"interrupted": False, "signals": 0, "pgid": None}
+
+    def _forward(signum, _frame) -> None:
+        state["interrupted"] = True
+        state["signals"] += 1
+        if state["pgid"] is None:
+            return  # not started yet: the command is ended as soon as it is
+        if state["signals"] == 1:
+            _note(f"forwarding {signal.Signals(signum).name} to the command (again to kill it)")
+            _killpg(state["pgid"], signum)
+        else:
+            _killpg(state["pgid"], signal.SIGKILL)
+
+    # Installed before the command starts: exec resets a handled signal to its default in the child, whereas an
+    # ignored one stays ignored (a capture started in the background of a script inherits SIGINT ignored, and a
+    # Python command would then sleep through the forwarded Ctrl-C).
+    old_handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            old_handlers[sig] = signal.signal(sig, _forward)
+
     start = time.monotonic()
     try:
         proc = subprocess.Popen(cmd, cwd=run_cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, bufsize=0, **_NEW_GROUP)
     except OSError as exc:
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
         stdout_f.close()
         stderr_f.close()
         (out / "manifest.json").unlink(missing_ok=True)
         raise CaptureFailed(f"cannot start {cmd[0]!r}: {exc.strerror or exc}") from None
-    pgid = proc.pid
+    pgid = state["pgid"] = proc.pid
+    if state["interrupted"]:
+        _note("interrupted while starting: ending the command")
+        _killpg(pgid, signal.SIGTERM)
 
     echo_err = getattr(sys.stderr, "buffer", None) if echo else None
     echo_out = echo_err if echo == "stderr" else getattr(sys.stdout, "buffer", None) if echo else None
@@ -465,22 +491,6 @@ def capture(
     ]
     for t in readers:
         t.start()
-
-    state = {"interrupted": False, "signals": 0}
-
-    def _forward(signum, _frame) -> None:
-        state["interrupted"] = True
-        state["signals"] += 1
-        if state["signals"] == 1:
-            _note(f"forwarding {signal.Signals(signum).name} to the command (again to kill it)")
-            _killpg(pgid, signum)
-        else:
-            _killpg(pgid, signal.SIGKILL)
-
-    old_handlers = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            old_handlers[sig] = signal.signal(sig, _forward)
 
     timed_out = False
     try:

@@ -101,11 +101,19 @@ def test_hanging_child_is_ended_by_timeout(tmp_path):
 
 
 @pytest.mark.torch  # runs `aoti-trace run` / capture: its environment probe imports torch
-def test_ctrl_c_is_forwarded_to_the_child_and_the_manifest_is_written(tmp_path):
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("started_with_sigint_ignored", [False, True], ids=["sigint-default", "sigint-ignored"])
+def test_ctrl_c_is_forwarded_to_the_child_and_the_manifest_is_written(tmp_path, started_with_sigint_ignored):
+    # A capture started in the background of a script inherits SIGINT ignored; its command must still get the
+    # forwarded Ctrl-C with the default disposition (a fresh-clone CI run failed that way: the child slept on).
     out = tmp_path / "int"
     code = "import time; print('started', flush=True); time.sleep(60)"
     proc = subprocess.Popen([sys.executable, "-m", "aoti_trace.capture", "--out", str(out), "--quiet", "--",
-                             sys.executable, "-c", code], cwd=REPO, stderr=subprocess.PIPE, text=True)
+                             sys.executable, "-c", code], cwd=REPO, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_ignore_sigint if started_with_sigint_ignored else None)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and "started" not in _read(out / "stdout.txt"):
         time.sleep(0.1)
