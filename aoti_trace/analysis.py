@@ -55,7 +55,8 @@ class Analysis:
 def build_frames(runs: list[RunInputs]) -> Frames:
     """Parse every input of every run into one set of frames keyed by ``run_id``.
 
-    Each frame is concatenated once at the end (appending input by input costs time quadratic in the number of
+    Frames read from files that these point at (generated code, chromium events, the user's source) are derived on
+    first use (:func:`derive_file_frames`). Each frame is concatenated once at the end (appending input by input costs time quadratic in the number of
     inputs); the trace files are read in parallel when there are many (:mod:`aoti_trace.parallel`).
     """
     from aoti_trace.ingest import failure, process, text
@@ -88,7 +89,19 @@ def build_frames(runs: list[RunInputs]) -> Frames:
             frames.merge(package.package_frames(pkg, run.run_id))
     out = frames.frames()
     out.add("failures", failure.failures_frame(out))
+    derive_file_frames(out)
     return out
+
+
+def derive_file_frames(frames: Frames) -> None:
+    """Register the frames read from files that the other frames point at, computed on first use: generated code
+    (``code``, ``generated``), chromium events (``chromium``) and the user's call sites (``sources``)."""
+    from aoti_trace.ingest import chromium, code, sources
+
+    frames.derive("code", code.code_frame)
+    frames.derive("generated", code.generated_frame)
+    frames.derive("chromium", chromium.chromium_frame)
+    frames.derive("sources", sources.sources_frame)
 
 
 class _Parts:

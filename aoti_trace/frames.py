@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import Callable
 
 import polars as pl
 
@@ -134,9 +135,10 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "src": (Str, "source file:line from the log header (torch/x.py:12, shim_common.cpp:311; the tag for "
                          "Android logcat), else null"),
             "prefix": (Str, "decoration removed from the line: timestamps, CI annotations, [rankN]:, launcher and logging "
-                            "prefixes, the glog header; null when none (prefix + text is the line as written)"),
+                            "prefixes, the glog header; null when none"),
             "text": (Str, "the message: the line without its prefix, colour codes or line terminator (IPython "
                           "traceback lines rewritten to the standard form)"),
+            "raw": (Str, "the line as written, without colour codes or line terminator: what a report shows around evidence"),
         },
     ),
     "exceptions": (
@@ -265,6 +267,53 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "user_code": (Str, "source text of that line, when known"),
         },
     ),
+    # ------------------------------------------------------------------ read on first use (aoti_trace.ingest.code / .sources)
+    "code": (
+        "Generated code of each run, read on first use: the trace's wrapper / kernel / output-code dumps (the newest "
+        "ones) and the C++ kernel entries of its .pt2 packages.",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "trace file or package the text was read from"),
+            "lineno": (I64, "line of the trace record (null for a package entry)"),
+            "event": (Str, "trace record event (artifact, graph_dump, ...); null for a package entry"),
+            "name": (Str, "artifact / graph_dump name (inductor_aot_wrapper_code, ...) or the package entry"),
+            "source": (Str, "'trace' or 'package'"),
+            "text": (Str, "the code"),
+        },
+    ),
+    "generated": (
+        "Generated files that a run's log names (a device assert's kernel file, `*.wrapper.cpp:N` / "
+        "`*.kernel.cpp:N` in a line), read on first use from this machine's disk, else from the run's packages.",
+        {
+            "run_id": (Str, "analysed run"),
+            "file": (Str, "the generated file as the log names it"),
+            "source": (Str, "'disk' or 'package'"),
+            "path": (Str, "file or package the text was read from"),
+            "entry": (Str, "package entry (null when read from disk)"),
+            "text": (Str, "the file's text"),
+        },
+    ),
+    "chromium": (
+        "The payloads of the trace's chromium_event records (compile-phase spans), read on first use.",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "trace file"),
+            "lineno": (I64, "line of the record header"),
+            "rank": (I32, "rank of the record"),
+            "session": (I32, "compile session of the record"),
+            "payload": (Str, "the event as torch wrote it (JSON)"),
+        },
+    ),
+    "sources": (
+        "The user's source statement at each call site the trace names (compiles.user_frame), read on first use from "
+        "this machine, else from a copy beside the capture's manifest.",
+        {
+            "run_id": (Str, "analysed run"),
+            "file": (Str, "source file as the trace names it"),
+            "line": (I32, "line of the call"),
+            "statement": (Str, "the whole statement starting there (continuation lines joined, at most 15 lines)"),
+        },
+    ),
     "package": (
         "Facts read from .pt2 packages without loading them (long form); keys are listed in docs/package-facts.md.",
         {
@@ -318,15 +367,33 @@ def conform(name: str, df: pl.DataFrame) -> pl.DataFrame:
     return df.select(*cols, *extra)
 
 
+class Derived:
+    """A frame computed from the other frames on first use (and then kept): its function reads files that the frames
+    point at (trace payloads, package entries, source files), which most analyses never need."""
+
+    def __init__(self, fn: Callable[[Frames], pl.DataFrame]) -> None:
+        self.fn = fn
+        self.value: pl.DataFrame | None = None
+
+    def get(self, name: str, frames: Frames) -> pl.DataFrame:
+        if self.value is None:
+            self.value = conform(name, self.fn(frames))
+        return self.value
+
+
 @dataclass
 class Frames:
-    """A named set of frames. Missing frames read as empty frames with the right schema."""
+    """A named set of frames. Missing frames read as empty frames with the right schema; a derived frame is computed
+    on first use (:meth:`derive`)."""
 
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    derived: dict[str, Derived] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> pl.DataFrame:
         if name not in SCHEMAS:
             raise KeyError(f"unknown frame {name!r}; known: {', '.join(FRAME_NAMES)}")
+        if name not in self.tables and name in self.derived:
+            return self.derived[name].get(name, self)
         return self.tables.get(name, empty(name))
 
     def add(self, name: str, df: pl.DataFrame) -> None:
@@ -339,6 +406,14 @@ class Frames:
     def merge(self, other: Frames) -> None:
         for name, df in other.tables.items():
             self.add(name, df)
+
+    def derive(self, name: str, fn: Callable[[Frames], pl.DataFrame]) -> None:
+        """Compute frame ``name`` with ``fn(frames)`` when it is first read."""
+        self.derived[name] = Derived(fn)
+
+    def copy(self) -> Frames:
+        """A shallow copy: the same frames, and the same derived frames (computed once for both)."""
+        return Frames(dict(self.tables), dict(self.derived))
 
 
 def markdown() -> str:

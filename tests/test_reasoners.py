@@ -102,13 +102,13 @@ def test_migration_for_keeps_dynamic_shapes_and_options():
 def test_deprecated_call_site_found_beside_a_moved_capture(tmp_path, monkeypatch):
     import shutil
 
-    from aoti_trace.engine import reasoners
+    from aoti_trace.ingest import sources
 
     moved = tmp_path / "deprecated_aot_compile"
     shutil.copytree(CASES / "deprecated_aot_compile", moved)
-    original = reasoners._statement_at
+    original = sources.statement_at
     # the path recorded in the trace is not on this machine: only the copy beside the manifest is
-    monkeypatch.setattr(reasoners, "_statement_at",
+    monkeypatch.setattr(sources, "statement_at",
                         lambda p, line: original(p, line) if str(p).startswith(str(tmp_path)) else None)
     primary = analyze([moved]).primary
     assert primary.fields["call_code"].endswith('os.path.join(out_dir, "model.so")})')

@@ -398,19 +398,18 @@ def test_sample_report_is_from_a_real_fixture():
 
 
 @pytest.mark.parametrize("trace", ["fixtures/damaged/gz", "fixtures/cases/two_rank", "fixtures/damaged/truncated_payload"])
-def test_timeline_payload_reader_matches_read_payload(trace):
-    """The one-handle reader used for timelines (cheap on .gz) returns exactly what read_payload returns."""
-    from aoti_trace.report.common import _payloads, timelines
+def test_chromium_frame_matches_read_payload(trace):
+    """The ``chromium`` frame (read with one handle per file: cheap on .gz) holds exactly what read_payload returns
+    for every chromium event, in the order of ``events``."""
+    from aoti_trace.report.common import timelines
 
     a = analyze([REPO / trace])
     ev = a.frames["events"].filter(pl.col("event") == "chromium_event")
     assert ev.height
-    for path in ev["path"].unique().to_list():
-        rows = ev.filter(pl.col("path") == path).rows(named=True)
-        got = _payloads(path, rows)
-        assert len(got) == len(rows)
-        for row, text in got:
-            assert text == read_payload(row["path"], row["payload_offset"], row["payload_length"])
+    got = a.frames["chromium"]
+    assert got.select("path", "lineno").rows() == ev.select("path", "lineno").rows()
+    for row, text in zip(ev.rows(named=True), got["payload"].to_list()):
+        assert text == read_payload(row["path"], row["payload_offset"], row["payload_length"])
     assert timelines(a)
 
 

@@ -100,9 +100,14 @@ def analyze_cmd(ctx: click.Context, paths, stderr, stdout, exit_code, rules_path
     if html_path is not None:
         write_output(render(analysis, "html"), html_path)
     if perfetto_path is not None:
-        from aoti_trace.report.chrome_trace import export_chrome_trace
+        from aoti_trace.errors import ReportError
+        from aoti_trace.report.chrome_trace import write_chrome_trace
 
-        other = export_chrome_trace(analysis.frames, perfetto_path)
+        try:
+            with open(perfetto_path, "w", encoding="utf-8") as fh:
+                other = write_chrome_trace(analysis.frames, fh)
+        except OSError as exc:
+            raise ReportError(f"cannot write {perfetto_path}: {exc.strerror}") from None
         click.echo(f"aoti-trace: {other['events']} chromium events written to {perfetto_path}"
                    + (f" ({other['skipped']} unreadable skipped)" if other["skipped"] else "")
                    + ("" if other["events"] else " (no TORCH_TRACE chromium events in the input)"), err=True)

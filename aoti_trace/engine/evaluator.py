@@ -41,7 +41,7 @@ def evaluate(rules: RuleSet | Iterable[Rule], frames: Frames) -> list[Finding]:
     active = [r for r in ruleset.rules if r.status != "deprecated"]
     known = {r.id for r in active}
     active += [r for r in FAILURE_RULES if r.id not in known]  # always on, whatever the rule library
-    frames = Frames(dict(frames.tables))
+    frames = frames.copy()
     frames.tables["lines"] = C.mark_noise(frames["lines"], [e.regex for e in ruleset.ignore])
     if "failures" not in frames.tables:
         from aoti_trace.ingest.failure import failures_frame

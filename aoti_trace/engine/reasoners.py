@@ -4,9 +4,9 @@ After a rule has matched and its finding is built, :func:`enrich` runs every rea
 finding's family. A reasoner takes ``(finding, frames)`` and returns a (possibly) updated finding: extra
 ``fields``, ``evidence`` items, ``env_flags`` or a sentence appended to the ``message``. Reasoners never create
 or drop findings and never change the fingerprint (computed before enrichment from the rule's own captures).
-They read frames through :mod:`aoti_trace.engine.compile` helpers; two of them also read files that frames point at
-(not yet moved to ingest): :func:`wrapper_sources` reads generated code from trace payloads and ``.pt2`` entries,
-and the deprecated-API reasoner reads the statement at the user's call site when that file is on this machine.
+They are pure functions of the frames (read through :mod:`aoti_trace.engine.compile` helpers); what they need from
+files that the frames point at (generated code, the user's source) comes from the derived frames ``code`` and
+``sources``, which ingest reads on first use.
 
 Registered:
 
@@ -16,8 +16,8 @@ Registered:
 
 * ``triton_index_oob`` -> :func:`oob_kernel`: maps the device assert (``device_asserts``) to its kernel, launch
   site, source nodes / ATen ops, and the model inputs that define the bound and feed the index, by reading the
-  generated wrapper code from the trace (``artifacts`` -> ``read_payload``) or, failing that, from the package
-  (the ``package`` frame's wrapper entry); see :mod:`aoti_trace.engine.kernel_lookup`.
+  generated wrapper code of the ``code`` frame (the trace's wrapper dumps or, failing that, the package's
+  kernel entries); see :mod:`aoti_trace.engine.kernel_lookup`.
 * ``illegal_memory_access``, ``triton_index_oob``, ``nan_assert`` -> :func:`printer_kernel`: when the run printed
   the AOTI intermediate value printer's output, names the last kernel launched without an ``after_launch`` (the
   crash site) and the inputs whose statistics are suspicious (NaN/Inf, or a max far above the others).
@@ -31,7 +31,6 @@ Registered:
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Callable
 
 import polars as pl
@@ -39,6 +38,7 @@ import polars as pl
 from aoti_trace.engine import compile as C
 from aoti_trace.findings import Evidence, Finding
 from aoti_trace.frames import Frames
+from aoti_trace.ingest.code import CODE_ARTIFACTS, MAX_CODE_ARTIFACTS
 
 Reasoner = Callable[[Finding, Frames], Finding]
 REASONERS: dict[str, list[Reasoner]] = {}
@@ -141,46 +141,18 @@ def crash_phase(finding: Finding, frames: Frames) -> Finding:
 # ------------------------------------------------------------------------------------------- kernel lookup
 
 
-MAX_CODE_ARTIFACTS = 64  # wrapper and kernel code artifacts read per run: the newest ones
-
-
 def wrapper_sources(frames: Frames, run_id: str) -> list[tuple[str, str, str]]:
-    """Generated wrapper code of a run as ``(text, path, source)``: the trace's graph dumps, else its packages."""
-    from aoti_trace.ingest.trace import read_payload
-
-    out = []
-    kernels: list[str] = []  # C++ kernel code of CPU models: appended to the wrapper it belongs with
-    # only the code artifacts, and of those the newest MAX_CODE_ARTIFACTS (a long trace compiles the same model many
-    # times; its payloads stay on disk and are read here one by one)
-    code = (frames["artifacts"]
-            .filter((pl.col("run_id") == run_id)
-                    & pl.col("name").is_in(["inductor_aot_wrapper_code", "inductor_aot_kernel_code"])
-                    & pl.col("payload_offset").is_not_null())
-            .select("name", "path", "payload_offset", "payload_length")
-            .tail(MAX_CODE_ARTIFACTS))
-    for row in code.iter_rows(named=True):
-        try:
-            text = read_payload(row["path"], row["payload_offset"], row["payload_length"])
-        except OSError:
-            continue
-        if row["name"] == "inductor_aot_kernel_code":
-            kernels.append(text)
-        else:
-            out.append((text, row["path"], "artifacts"))
-    if out:
-        return [(text + "\n" + "\n".join(kernels), where, source) for text, where, source in out]
-    entries = {(r["path"], r["entry"]) for r in C.run_rows(frames, "package", run_id, ["key", "path", "entry"])
-               if r["key"] == "kernel" and (r["entry"] or "").endswith(".cpp")}
-    for path, entry in sorted(entries):
-        from aoti_trace.errors import PackageError
-        from aoti_trace.ingest.pt2_archive import open_archive
-
-        try:
-            with open_archive(Path(path)) as archive:
-                out.append((archive.read_text(entry), f"{path}:{entry}", "package"))
-        except (PackageError, KeyError, OSError):
-            continue
-    return out
+    """Generated wrapper code of a run as ``(text, path, source)``, from the ``code`` frame: the trace's wrapper dumps
+    (each followed by the run's C++ kernel code, which CPU models keep apart), else its packages' kernel entries."""
+    code = frames["code"].filter(pl.col("run_id") == run_id)
+    dumps = code.filter((pl.col("source") == "trace") & pl.col("name").is_in(CODE_ARTIFACTS)).tail(MAX_CODE_ARTIFACTS)
+    kernels = dumps.filter(pl.col("name") == "inductor_aot_kernel_code")["text"].to_list()
+    wrappers = dumps.filter(pl.col("name") == "inductor_aot_wrapper_code")
+    if wrappers.height:
+        return [(text + "\n" + "\n".join(kernels), path, "artifacts")
+                for text, path in wrappers.select("text", "path").iter_rows()]
+    return [(text, f"{path}:{entry}", "package")
+            for text, path, entry in code.filter(pl.col("source") == "package").select("text", "path", "name").iter_rows()]
 
 
 @reasoner("triton_index_oob", "dynamic_shape_violation")
@@ -349,22 +321,6 @@ def _split_top(text: str) -> list[str]:
     return [*out, cur] if cur.strip() else out
 
 
-def _statement_at(path: Path, line: int, max_lines: int = 15) -> str | None:
-    """The whole (possibly multi-line) statement starting at ``path:line``, when the file is on this machine."""
-    try:
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()[line - 1 : line - 1 + max_lines]
-    except (OSError, ValueError):
-        return None
-    text, depth = [], 0
-    for raw in lines:
-        text.append(raw.strip())
-        depth += sum(raw.count(c) for c in "([{") - sum(raw.count(c) for c in ")]}")
-        if depth <= 0:
-            return " ".join(text).replace("( ", "(").replace(" )", ")")
-    return None
-
-
 @reasoner("deprecated_api")
 def deprecated_call_site(finding: Finding, frames: Frames) -> Finding:
     """The user line that called torch._export.aot_compile (from the trace's stacks), with its migration."""
@@ -384,12 +340,11 @@ def deprecated_call_site(finding: Finding, frames: Frames) -> Finding:
     fields = {"call_site": site}
     evidence = []
     if row is not None:
-        # the source file where it was captured, else a copy beside the capture's manifest (moved captures)
-        manifests = [Path(p["path"]).parent for p in C.run_rows(frames, "process", finding.run_id, ["path"])
-                     if p["path"] and p["path"].endswith("manifest.json")]
-        candidates = [Path(file)] + [d / Path(file).name for d in manifests]
-        fields["call_code"] = next((c for c in (_statement_at(p, int(line)) for p in candidates) if c),
-                                   row["code"].strip())
+        # the whole statement from the source file (``sources``), else the stack's one line
+        statement = (frames["sources"]
+                     .filter((pl.col("run_id") == finding.run_id) & (pl.col("file") == file)
+                             & (pl.col("line") == int(line)))["statement"].head(1).to_list())
+        fields["call_code"] = statement[0] if statement else row["code"].strip()
         evidence.append(Evidence(source="stacks", path=row["path"], line=row["lineno"],
                                  text=f"{site}: {fields['call_code']}"))
         rewrite = migration_for(fields["call_code"])

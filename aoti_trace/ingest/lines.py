@@ -398,4 +398,5 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
 
 def public(df: pl.DataFrame) -> pl.DataFrame:
     """The ``lines`` frame: ``classify()`` output without helper columns."""
-    return df.select("run_id", "stream", "path", "lineno", "rank", "kind", "level", "src", "prefix", "text")
+    return df.select("run_id", "stream", "path", "lineno", "rank", "kind", "level", "src", "prefix", "text",
+                     pl.col("_t").alias("raw"))

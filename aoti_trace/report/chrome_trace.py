@@ -9,7 +9,7 @@ Each event is a record's payload as torch wrote it (``name``, ``cat``, ``ph``, `
 with ``pid`` replaced by one process per (run, rank, trace file), named by ``process_name`` metadata events (torch
 writes ``pid: 0`` everywhere, so two runs or ranks would overlap), and a ``tid`` that is not an integer mapped to
 one. Payloads that are not JSON objects with a known phase, a name and a finite time stamp are skipped and
-counted in ``otherData.skipped``. Written as it is read, one trace file at a time.
+counted in ``otherData.skipped``. Written event by event from the ``chromium`` frame (the caller opens the file).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import polars as pl
 
 from aoti_trace import __version__
 from aoti_trace.ingest import safe_json
-from aoti_trace.report.common import _payloads, _phase_event
+from aoti_trace.report.common import _phase_event
 
 if TYPE_CHECKING:
     from aoti_trace.frames import Frames
@@ -51,10 +51,7 @@ def _event(d: dict, pid: int, tids: dict[object, int]) -> dict:
 
 def write_chrome_trace(frames: Frames, fh: IO[str]) -> dict:
     """Write the Chrome trace of ``frames`` (its ``events`` frame) to ``fh``; returns ``otherData``."""
-    ev = frames["events"]
-    if ev.height:
-        ev = ev.filter((pl.col("event") == "chromium_event") & pl.col("payload_offset").is_not_null()
-                       & pl.col("payload_length").is_not_null())
+    ev = frames["chromium"]
     processes: dict[tuple, int] = {}
     tids: dict[object, int] = {}
     written = skipped = 0
@@ -63,7 +60,8 @@ def write_chrome_trace(frames: Frames, fh: IO[str]) -> dict:
     for (run_id, path), rows in ([] if ev.height == 0 else
                                  ev.sort("run_id", "path", "lineno", maintain_order=True)
                                  .partition_by(["run_id", "path"], as_dict=True, maintain_order=True).items()):
-        for row, text in _payloads(path, rows.rows(named=True)):
+        for row in rows.rows(named=True):
+            text = row["payload"]
             try:
                 d = safe_json.loads(text)
             except ValueError:
@@ -90,14 +88,3 @@ def write_chrome_trace(frames: Frames, fh: IO[str]) -> dict:
              "runs": sorted({k[0] for k in processes})}
     fh.write(f'\n], "displayTimeUnit": "ms", "otherData": {json.dumps(other, ensure_ascii=False)}}}\n')
     return other
-
-
-def export_chrome_trace(frames: Frames, path: str | Path) -> dict:
-    """:func:`write_chrome_trace` into the file ``path``; raises :class:`~aoti_trace.errors.ReportError`."""
-    from aoti_trace.errors import ReportError
-
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            return write_chrome_trace(frames, fh)
-    except OSError as exc:
-        raise ReportError(f"cannot write {path}: {exc.strerror}") from None

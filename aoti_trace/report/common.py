@@ -1,11 +1,11 @@
-"""Helpers shared by the report formats. Everything here reads the :class:`~aoti_trace.analysis.Analysis` (and,
-lazily, the files it points at: trace payloads, captured logs, packages; guides come with the analysis); nothing
-writes.
+"""Helpers shared by the report formats: pure functions of the :class:`~aoti_trace.analysis.Analysis` (its findings,
+frames and guides). What a report shows from files (log lines, generated code, chromium events) comes from frames
+(``lines``, ``generated``, ``code``, ``chromium``); nothing here opens a file.
 
 * :func:`first_paragraph`, :func:`highlights` -- finding text helpers
 * :func:`guide_file`, :func:`guide_summary` -- the rule's sub-guide (``rules/guides/...``)
 * :func:`user_location` -- the user's source frame of a finding (SARIF location, report "at:" line)
-* :func:`context_lines` -- lines around an evidence line in a captured log
+* :func:`context_lines` -- lines around an evidence line in a captured log (the ``lines`` frame)
 * :func:`generated_sources` -- generated kernel / wrapper code around a failing line (device asserts, compiler errors)
 * :func:`timelines` -- compile phases from the trace's chromium events
 """
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from aoti_trace.ingest import safe_json
+from aoti_trace.ingest.code import GENERATED_REF
 
 if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 
 # frames whose evidence rows come from captured text logs (a context excerpt makes sense there)
 TEXT_SOURCES = ("lines", "exceptions", "device_asserts", "faults", "printer")
-MAX_SOURCE_BYTES = 16 << 20  # generated files we read from disk to show an excerpt
 MAX_CHROMIUM_EVENTS = 5000  # per run: payloads read for the timeline
 
 
@@ -231,30 +231,21 @@ def tlparse_command(analysis: Analysis, run_id: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------- log excerpts
-def context_lines(path: str | None, line: int | None, radius: int = 3) -> list[tuple[int, str]]:
-    """(lineno, text) around ``line`` of a captured text log; empty when unreadable."""
+def context_lines(analysis: Analysis, path: str | None, line: int | None, radius: int = 3) -> list[tuple[int, str]]:
+    """(lineno, text) around ``line`` of a captured text log, from the ``lines`` frame (``raw``, the line as written,
+    without colour codes); empty when the frame has no line there (a log too long to keep every line)."""
     if not path or not line or path == "-":
         return []
-    p = Path(path)
-    try:
-        if not p.is_file() or p.suffix == ".gz":
-            return []
-        out = []
-        with p.open("r", encoding="utf-8", errors="replace") as fh:
-            for i, text in enumerate(fh, 1):
-                if i > line + radius:
-                    break
-                if i >= line - radius:
-                    out.append((i, re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text.rstrip("\r\n"))))
-        return out
-    except OSError:
+    lines = analysis.frames["lines"]
+    if not lines.height:
         return []
+    rows = (lines.filter((pl.col("path") == path) & pl.col("lineno").is_between(line - radius, line + radius))
+            .unique("lineno", keep="first", maintain_order=True).sort("lineno")
+            .select("lineno", pl.col("raw").fill_null("")))
+    return [(n, t) for n, t in rows.iter_rows()]
 
 
 # ------------------------------------------------------------------------------------- generated sources
-# `file.wrapper.cpp:LINE` / `file.kernel.cpp:LINE` in log text; found with Polars (Rust regex, linear time): with
-# Python's `re`, `finditer` of this lazy pattern is quadratic on a long run of word characters.
-GENERATED_REF = r"(?:/|\b)[\w./+-]*?\.(?:wrapper\.cpp|kernel\.cpp):[0-9]{1,9}"
 DUMP_FOR_SUFFIX = {".wrapper.cpp": "inductor_aot_wrapper_code", ".kernel.cpp": "inductor_aot_kernel_code"}
 
 
@@ -319,70 +310,41 @@ def _excerpt(text: str, line: int, radius: int) -> list[tuple[int, str]]:
     return [(i, lines[i - 1]) for i in range(lo, hi + 1)]
 
 
-def _disk_source(file: str) -> str | None:
-    p = Path(file)
-    try:
-        if p.is_file() and p.stat().st_size <= MAX_SOURCE_BYTES:
-            return p.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        pass
-    return None
-
-
-def _package_source(analysis: Analysis, run_id: str, file: str) -> tuple[str, str] | None:
-    base = Path(file).name
-    for run in analysis.runs:
-        if run.run_id != run_id:
-            continue
-        for pkg in run.packages:
-            try:
-                from aoti_trace.ingest.pt2_archive import open_archive
-
-                with open_archive(pkg) as ar:
-                    for name in ar.names:
-                        if name.rsplit("/", 1)[-1] == base:
-                            return ar.read_text(name), f"package {pkg} ({name})"
-            except Exception:  # noqa: BLE001 - a damaged package is reported elsewhere
-                continue
-    return None
+def _named_source(analysis: Analysis, run_id: str, file: str) -> tuple[str, str] | None:
+    """(text, origin) of a generated file the log names, from the ``generated`` frame (disk, else a package)."""
+    gen = analysis.frames["generated"]
+    if not gen.height:
+        return None
+    hit = gen.filter((pl.col("run_id") == run_id) & (pl.col("file") == file)).head(1)
+    if not hit.height:
+        return None
+    row = hit.row(0, named=True)
+    return row["text"], "disk" if row["source"] == "disk" else f"package {row['path']} ({row['entry']})"
 
 
 def _dump_payloads(analysis: Analysis, run_id: str, names: list[str] | None) -> list[tuple[str, str]]:
-    """(text, origin) of graph_dump / output-code payloads of the run, the latest first."""
-    from aoti_trace.ingest.trace import read_payload
-
-    art = analysis.frames["artifacts"]
-    if art.height == 0:
+    """(text, origin) of graph_dump / output-code dumps of the run (the ``code`` frame), the latest first."""
+    code = analysis.frames["code"]
+    if code.height == 0:
         return []
-    q = art.filter((pl.col("run_id") == run_id) & pl.col("name").is_not_null())
+    q = code.filter((pl.col("run_id") == run_id) & (pl.col("source") == "trace"))
     if names is not None:
         q = q.filter(pl.col("name").is_in(names))
     else:
         q = q.filter((pl.col("event") == "graph_dump") | pl.col("name").str.contains("output_code|kernel_code"))
-    out = []
-    for row in reversed(q.tail(20).rows(named=True)):
-        try:
-            out.append((read_payload(row["path"], row["payload_offset"], row["payload_length"]),
-                        f"trace {row['name']} ({row['path']}:{row['lineno']})"))
-        except OSError:
-            continue
-    return out
+    return [(row["text"], f"trace {row['name']} ({row['path']}:{row['lineno']})")
+            for row in reversed(q.tail(20).rows(named=True))]
 
 
 def generated_sources(analysis: Analysis, f: Finding, radius: int = 6) -> list[SourceView]:
     """Generated code around the lines ``f`` points at (device-assert kernel lines, compiler error lines).
 
-    The text is looked up on disk, then in the run's .pt2 packages (same file name), then in the trace's
-    ``graph_dump`` payloads (``inductor_aot_wrapper_code`` / ``inductor_aot_kernel_code`` for ``.wrapper.cpp`` /
+    The text comes from the ``generated`` frame (the file on disk, else in the run's .pt2 packages), then from the
+    trace's dumps in the ``code`` frame (``inductor_aot_wrapper_code`` / ``inductor_aot_kernel_code`` for ``.wrapper.cpp`` /
     ``.kernel.cpp``), then by searching the dumps for the assertion text."""
     views: list[SourceView] = []
     for file, line, needle, why in _references(analysis, f):
-        found: tuple[str, str] | None = None
-        text = _disk_source(file)
-        if text is not None:
-            found = (text, "disk")
-        if found is None:
-            found = _package_source(analysis, f.run_id, file)
+        found = _named_source(analysis, f.run_id, file)
         if found is None:
             suffix = next((s for s in DUMP_FOR_SUFFIX if file.endswith(s)), None)
             if suffix:
@@ -438,22 +400,12 @@ class Timeline:
         return max(s.end_us for s in self.spans)
 
 
-def _payloads(path: str, rows: list[dict]) -> list[tuple[dict, str]]:
-    """Payload texts of ``rows`` of one trace file, read in one pass (a ``.gz`` is decompressed once, front to
-    back, instead of once per payload as :func:`read_payload` would)."""
-    from aoti_trace.ingest.trace import read_payloads
-
-    texts = read_payloads(path, [(r["payload_offset"], r["payload_length"]) for r in rows])
-    return list(zip(rows, texts))
-
-
 def timelines(analysis: Analysis, max_events: int = MAX_CHROMIUM_EVENTS) -> list[Timeline]:
-    """Compile-phase spans per (run, trace file, session), from ``chromium_event`` records (payloads read lazily)."""
-    ev = analysis.frames["events"]
+    """Compile-phase spans per (run, trace file, session), from the ``chromium`` frame (the first ``max_events`` of
+    each run)."""
+    ev = analysis.frames["chromium"]
     if ev.height == 0:
         return []
-    ev = ev.filter((pl.col("event") == "chromium_event") & pl.col("payload_offset").is_not_null()
-                   & pl.col("payload_length").is_not_null())
     out: list[Timeline] = []
     for run_id in ev["run_id"].unique(maintain_order=True).to_list():
         rows = ev.filter(pl.col("run_id") == run_id)
@@ -461,8 +413,8 @@ def timelines(analysis: Analysis, max_events: int = MAX_CHROMIUM_EVENTS) -> list
         rows = rows.head(max_events)
         groups: dict[tuple, list[tuple[int, dict]]] = {}
         for path in rows["path"].unique(maintain_order=True).to_list():
-            file_rows = rows.filter(pl.col("path") == path).rows(named=True)
-            for row, text in _payloads(path, file_rows):
+            for row in rows.filter(pl.col("path") == path).rows(named=True):
+                text = row["payload"]
                 try:
                     d = safe_json.loads(text)
                 except ValueError:  # damaged, or nested too deeply

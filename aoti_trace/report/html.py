@@ -155,11 +155,11 @@ def _src_table(lines: list[tuple[int, str]], focus: int | None, f: Finding | Non
     return '<table class="src">' + "".join(rows) + "</table>"
 
 
-def _evidence(f: Finding, radius: int) -> str:
+def _evidence(analysis: Analysis, f: Finding, radius: int) -> str:
     out = []
     for ev in f.evidence:
         loc = f'<div class="loc">{escape(evidence_location(ev))} <span class="muted">({escape(ev.source)})</span></div>'
-        ctx = context_lines(ev.path, ev.line, radius) if ev.source in TEXT_SOURCES and radius else []
+        ctx = context_lines(analysis, ev.path, ev.line, radius) if ev.source in TEXT_SOURCES and radius else []
         if ctx and any(n == ev.line for n, _ in ctx):
             body = _src_table(ctx, ev.line, f)
         else:
@@ -178,7 +178,7 @@ def _card(analysis: Analysis, f: Finding, primary: bool) -> str:
     parts.append(f'<div class="title">{escape(f.title)}</div>')
     parts.append(f'<div class="message">{escape(f.message.strip())}</div>')
     if f.evidence:
-        parts.append("<h3>Evidence</h3>" + _evidence(f, 3 if primary else 1))
+        parts.append("<h3>Evidence</h3>" + _evidence(analysis, f, 3 if primary else 1))
     loc = user_location(analysis, f)
     if loc is not None:
         where = f"{loc.path}:{loc.line}" if loc.line else loc.path
