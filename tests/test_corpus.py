@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from aoti_trace import scoreboard
+from aoti_trace import corpus
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures"
-CASES = scoreboard.find_cases([ROOT]) if ROOT.exists() else []
+CASES = corpus.find_cases([ROOT]) if ROOT.exists() else []
 
 
 def test_corpus_is_not_empty():
@@ -20,7 +20,7 @@ def test_corpus_is_not_empty():
 
 @pytest.mark.parametrize("case", CASES, ids=[str(c.relative_to(ROOT)) for c in CASES])
 def test_case(case: Path):
-    result = scoreboard.score_case(case)
+    result = corpus.score_case(case)
     if result.xfail and not result.passed:
         pytest.xfail(result.xfail)
     assert result.error is None, result.error

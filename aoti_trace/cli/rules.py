@@ -125,7 +125,8 @@ def lint_cmd(ctx: click.Context, path: Path | None, rules_paths, no_builtin_rule
 def test_cmd(ctx: click.Context, path: Path | None, fixtures: Path | None, no_fixtures: bool, verbose: bool,
              rules_paths, no_builtin_rules: bool) -> None:
     """Run inline examples (TP/TN/FP/FN per rule) and the fixture corpus. Exit 1 on any failure."""
-    from aoti_trace.engine.testing import confusion, fixture_cases, run_case, run_examples
+    from aoti_trace.corpus import folder_cases, score_case
+    from aoti_trace.engine.testing import confusion, run_examples
 
     rs = _load(path, rules_paths, no_builtin_rules)
     only = None
@@ -153,15 +154,15 @@ def test_cmd(ctx: click.Context, path: Path | None, fixtures: Path | None, no_fi
     case_failed = 0
     if not no_fixtures:
         root = fixtures if fixtures is not None else (rs.root.parent / "fixtures" / "cases" if rs.root else None)
-        cases = fixture_cases(root) if root is not None else []
+        cases = folder_cases(root) if root is not None else []
         if cases:
             rules_for_cases = (rs if rs.roots else rs.root) if only is None else None
             case_rows = []
             for case in cases:
-                cr = run_case(case, rules_for_cases)
-                case_failed += 0 if cr.passed else 1
-                status = "ok" if cr.passed and not cr.xfail else ("xfail" if cr.xfail else "FAIL")
-                case_rows.append([cr.case, cr.expected, cr.got, status, cr.detail or (cr.xfail or "")])
+                cr = score_case(case, rules_for_cases)
+                case_failed += 0 if cr.passed or cr.xfail else 1
+                status = {"PASS": "ok", "XPASS": "XPASS", "XFAIL": "xfail", "FAIL": "FAIL"}[cr.status]
+                case_rows.append([cr.name, cr.expected, cr.actual, status, cr.detail or (cr.xfail or "")])
             click.echo("")
             click.echo(_table(case_rows, ["case", "expected", "primary", "result", "detail"]))
             click.echo(f"{len(cases)} fixture cases, {case_failed} failed")

@@ -20,17 +20,17 @@ from aoti_trace.cli.options import format_option, out_option, rules_options, rul
 @click.pass_context
 def scoreboard_cmd(ctx: click.Context, roots, rules_paths, no_builtin_rules, fmt, out) -> None:
     """Score the primary diagnosis on every case (folders with expected.yaml) below ROOTS (default: fixtures)."""
-    from aoti_trace import scoreboard
+    from aoti_trace import corpus
 
-    results = scoreboard.score(list(roots) or [Path("fixtures")], ruleset(rules_paths, no_builtin_rules))
+    results = corpus.score(list(roots) or [Path("fixtures")], ruleset(rules_paths, no_builtin_rules))
     if fmt == "json":
         text = json.dumps({
             "cases": [{"name": r.name, "path": str(r.path), "origin": r.origin, "device": r.device,
                        "expected": r.expected, "actual": r.actual, "status": r.status,
                        "missing_evidence": r.missing_evidence, "error": r.error} for r in results],
-            "families": scoreboard.family_table(results),
+            "families": corpus.family_table(results),
         }, indent=2) + "\n"
     else:
-        text = scoreboard.render_markdown(results)
+        text = corpus.render_markdown(results)
     write_output(text, out)
     ctx.exit(1 if any(r.status == "FAIL" for r in results) else 0)

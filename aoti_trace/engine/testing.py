@@ -1,20 +1,17 @@
-"""The rule test harness: inline examples and the fixture corpus, both through the production code paths.
+"""The rule test harness for inline examples, through the production code paths (the fixture corpus has its own
+harness, :mod:`aoti_trace.corpus`, shared with the scoreboard).
 
 * Inline examples: each example's rows become frames (:func:`example_frames`, via ``aoti_trace.frames.conform``),
   and the **whole** rule set is evaluated with the production :func:`aoti_trace.engine.evaluate` (ignore list,
   torch ranges, supersedes and ranking included). ``match``: the rule must produce a finding whose fields include
   the expected ones; ``no_match``: it must produce none.
-* Fixture corpus: ``fixtures/cases/<case>/expected.yaml``; each case runs through ``aoti_trace.analysis.analyze``
-  and the primary finding's family (and evidence substrings) are compared.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import yaml
 
 from aoti_trace.engine import compile as C
 from aoti_trace.engine.evaluator import evaluate
@@ -116,44 +113,3 @@ def confusion(results: list[ExampleResult]) -> dict[str, dict[str, int]]:
 
 
 # ---------------------------------------------------------------------------------------------- fixture corpus
-
-
-@dataclass
-class CaseResult:
-    case: str
-    expected: str | None
-    got: str | None
-    passed: bool
-    xfail: str | None = None
-    detail: str = ""
-
-
-def fixture_cases(root: Path) -> list[Path]:
-    """Case folders under ``root`` that have an ``expected.yaml``."""
-    if not root.is_dir():
-        return []
-    return sorted(p.parent for p in root.glob("*/expected.yaml"))
-
-
-def run_case(case: Path, rules_path: Path | None = None) -> CaseResult:
-    from aoti_trace.analysis import analyze
-
-    spec = yaml.safe_load((case / "expected.yaml").read_text(encoding="utf-8")) or {}
-    expected = spec.get("primary")
-    xfail = spec.get("xfail")
-    try:
-        analysis = analyze([case], rules_path=rules_path)
-    except Exception as exc:  # a crash on a fixture is a failure of the case, reported, not raised
-        return CaseResult(case.name, expected, None, bool(xfail), xfail, f"analysis failed: {type(exc).__name__}: {exc}")
-    primary = analysis.primary
-    got = primary.family if primary else None
-    detail = ""
-    passed = got == expected
-    if passed and primary is not None:
-        texts = " \n".join(e.text for e in primary.evidence)
-        missing = [s for s in spec.get("evidence") or [] if s not in texts]
-        if missing:
-            passed, detail = False, f"evidence lacks {missing!r}"
-    elif not passed:
-        detail = f"primary {primary.rule_id if primary else None}"
-    return CaseResult(case.name, expected, got, passed or bool(xfail), xfail, detail)

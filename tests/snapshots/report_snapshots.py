@@ -29,7 +29,7 @@ SNAPSHOT = Path(__file__).with_name("report_snapshots.json")
 
 def inputs() -> list[Path]:
     """The fixture inputs, sorted: case folders, damaged captures, packages (and damaged ones), traces."""
-    from aoti_trace.scoreboard import find_cases
+    from aoti_trace.corpus import find_cases
 
     found = set(find_cases([FIXTURES]))
     found |= {p for p in (FIXTURES / "damaged").iterdir() if p.is_dir()}

@@ -1,4 +1,6 @@
-"""The accuracy scoreboard: run the analysis on every fixture case and compare with its ``expected.yaml``.
+"""The fixture corpus: find the cases, run the analysis on each and compare with its ``expected.yaml``. The one harness
+behind ``aoti-trace scoreboard`` (every case below the roots, with per-family precision and recall) and the fixture
+part of ``aoti-trace rules test`` (the cases of one folder).
 
 A case is a folder with ``expected.yaml`` (see docs/architecture.md). It passes when the primary finding's family
 equals ``primary`` and every ``evidence`` substring appears in the primary finding's evidence texts. A case with
@@ -29,6 +31,16 @@ class CaseResult:
     missing_evidence: list[str] = field(default_factory=list)
     xfail: str | None = None
     error: str | None = None
+    actual_rule: str | None = None  # rule id of the primary finding
+
+    @property
+    def detail(self) -> str:
+        """Why a case failed, in a few words (empty when it passed)."""
+        if self.error:
+            return f"analysis failed: {self.error}"
+        if self.expected != self.actual:
+            return f"primary {self.actual_rule}"
+        return f"evidence lacks {self.missing_evidence!r}" if self.missing_evidence else ""
 
     @property
     def passed(self) -> bool:
@@ -58,6 +70,11 @@ def find_cases(roots: list[Path]) -> list[Path]:
     return cases
 
 
+def folder_cases(root: Path) -> list[Path]:
+    """The cases directly below ``root`` (``rules test``'s fixture folder); none when it does not exist."""
+    return sorted(p.parent for p in root.glob("*/expected.yaml")) if root.is_dir() else []
+
+
 def load_expected(case: Path) -> dict:
     try:
         data = yaml.safe_load((case / "expected.yaml").read_text(encoding="utf-8")) or {}
@@ -84,6 +101,7 @@ def score_case(case: Path, rules_path: Path | None = None) -> CaseResult:
     primary = analysis.primary
     if primary is not None and (primary.severity == "error" or result.expected != NONE):
         result.actual = primary.family
+        result.actual_rule = primary.rule_id
     texts = [ev.text for ev in primary.evidence] if primary else []
     result.missing_evidence = [s for s in exp.get("evidence") or [] if not any(s in t for t in texts)]
     return result
