@@ -18,7 +18,7 @@ from aoti_trace.findings import Finding
 from aoti_trace.frames import Frames, conform, schema
 
 if TYPE_CHECKING:
-    from aoti_trace.engine.loader import RuleSet
+    from aoti_trace.engine.ruleset import RuleSet
     from aoti_trace.minify import MinifyResult
 
 
@@ -131,11 +131,11 @@ def analyze(
     rules_path: str | Path | None = None,
 ) -> Analysis:
     """Analyse the given inputs with the rule library (or the rules under ``rules_path``)."""
-    from aoti_trace import engine
+    from aoti_trace import engine, library
 
     runs = discover(paths, stderr=stderr, stdout=stdout, exit_code=exit_code)
     frames = build_frames(runs)
-    rules = engine.load_rules(rules_path)
+    rules = library.load_rules(rules_path)
     findings = engine.evaluate(rules, frames)
     return Analysis(runs=runs, frames=frames, findings=findings, guides=read_guides(findings, rules))
 
@@ -143,7 +143,7 @@ def analyze(
 def read_guides(findings: list[Finding], rules: RuleSet) -> dict[str, Guide]:
     """The guide of each finding's rule, found in the folder the rule was loaded from (``--rules DIR`` too); the
     built-in failure rules' guides are in the built-in library. A guide that cannot be read is left out."""
-    from aoti_trace.engine import default_rules_dir
+    from aoti_trace.library.loader import default_rules_dir
     from aoti_trace.errors import RuleError
 
     out: dict[str, Guide] = {}

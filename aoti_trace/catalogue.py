@@ -86,7 +86,7 @@ class Message(BaseModel):
 
 
 def default_path() -> Path:
-    from aoti_trace.engine import default_rules_dir
+    from aoti_trace.library.loader import default_rules_dir
 
     return default_rules_dir() / "catalogue" / "messages.jsonl"
 
@@ -234,7 +234,7 @@ def analyse(messages: list[Message], modes: tuple[str, ...] = MODES, rules_path:
             ) -> dict[str, Coverage]:
     """Build every message's log in every mode, read them all into one ``Frames`` (one run per message and
     mode) and evaluate the rules once."""
-    from aoti_trace import engine
+    from aoti_trace import engine, library
     from aoti_trace.ingest.text import read_text_bytes
 
     parts: dict[str, list[pl.DataFrame]] = {}
@@ -253,7 +253,7 @@ def analyse(messages: list[Message], modes: tuple[str, ...] = MODES, rules_path:
     from aoti_trace.ingest.failure import failures_frame
 
     frames.add("failures", failures_frame(frames, catalogue=False))
-    findings = engine.evaluate(engine.load_rules(rules_path), frames)
+    findings = engine.evaluate(library.load_rules(rules_path), frames)
     primary: dict[str, tuple[str, str]] = {}
     for f in findings:  # ranked; per run the first error (else warning cause) is that run's primary
         if f.run_id in primary:

@@ -10,7 +10,7 @@ import click
 import pytest
 
 from aoti_trace.cli import _register, cli, main
-from aoti_trace.engine.loader import RULES_ENV, default_rules_dir, load_library
+from aoti_trace.library.loader import RULES_ENV, default_rules_dir, load_library
 
 REPO = Path(__file__).resolve().parents[1]
 CASE = REPO / "fixtures" / "cases" / "dtype_mismatch_checked"

@@ -16,7 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from aoti_trace.cli import _register, cli
-from aoti_trace.engine import evaluate, load_rules
+from aoti_trace.engine import evaluate
+from aoti_trace.library.loader import load_rules
 from aoti_trace.engine.evaluator import fingerprint, in_torch_range
 from aoti_trace.engine.schema import TorchRange
 from aoti_trace.errors import RuleError

@@ -17,7 +17,7 @@ import yaml
 from aoti_trace.analysis import analyze
 from aoti_trace.engine import evaluate
 from aoti_trace.engine.failure_rules import FAILURE_RULES, is_failure_rule
-from aoti_trace.engine.loader import RuleSet
+from aoti_trace.engine.ruleset import RuleSet
 from aoti_trace.frames import Frames
 from aoti_trace.ingest.failure import failures_frame
 from aoti_trace.ingest.text import read_text_bytes

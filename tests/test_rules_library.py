@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from aoti_trace.engine import default_rules_dir, load_rules
-from aoti_trace.engine.lint import lint
+from aoti_trace.library.loader import default_rules_dir, load_rules
+from aoti_trace.library.lint import lint
 from aoti_trace.engine.schema import rule_json_schema
 from aoti_trace.engine.testing import run_example
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from aoti_trace.engine import cache
-from aoti_trace.engine.loader import default_rules_dir, load_rules
+from aoti_trace.library import cache
+from aoti_trace.library.loader import default_rules_dir, load_rules
 from aoti_trace.errors import RuleError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def _ids(rs) -> list[str]:
 def test_second_load_comes_from_the_cache_and_equals_the_first(rules_copy, cache_dir, monkeypatch):
     first = load_rules(rules_copy)
     assert len(_entries(cache_dir)) == 1
-    import aoti_trace.engine.loader as loader
+    import aoti_trace.library.loader as loader
 
     def fail(*_a, **_k):
         raise AssertionError("parsed YAML although the cache holds the rule set")

@@ -48,7 +48,7 @@ def ruleset(rules_paths, no_builtin_rules: bool):  # type: ignore[no-untyped-def
     """None (the built-in library) when nothing was asked for, else the loaded :class:`RuleSet`."""
     import os
 
-    from aoti_trace.engine.loader import RULES_ENV, load_library
+    from aoti_trace.library.loader import RULES_ENV, load_library
 
     if not rules_paths and not no_builtin_rules and not os.environ.get(RULES_ENV, "").strip():
         return None

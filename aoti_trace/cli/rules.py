@@ -30,7 +30,7 @@ RULES_OPTION = rules_options
 
 def _load(path=None, rules_paths=(), no_builtin_rules: bool = False):  # type: ignore[no-untyped-def]
     """PATH alone when given, else the built-in library plus the --rules folders."""
-    from aoti_trace.engine import load_rules
+    from aoti_trace.library.loader import load_rules
 
     if path is not None:
         if rules_paths or no_builtin_rules:
@@ -103,7 +103,7 @@ def show_cmd(rule_id: str, rules_paths, no_builtin_rules: bool) -> None:
 @click.pass_context
 def lint_cmd(ctx: click.Context, path: Path | None, rules_paths, no_builtin_rules: bool) -> None:
     """Check rules: schema, ids, regex dialects, captures, placeholders, guides, examples. Exit 0/1/2."""
-    from aoti_trace.engine.lint import lint
+    from aoti_trace.library.lint import lint
 
     rs = _load(path, rules_paths, no_builtin_rules)
     problems = lint(rs)
@@ -236,7 +236,7 @@ def new_rule_folder(rules_paths) -> Path:  # type: ignore[no-untyped-def]
     inside that checkout, else the working directory; a :class:`RuleError` for a folder inside the installed
     package (pip would overwrite or remove it)."""
     import aoti_trace
-    from aoti_trace.engine.loader import default_rules_dir
+    from aoti_trace.library.loader import default_rules_dir
     from aoti_trace.errors import RuleError
 
     package = Path(aoti_trace.__file__).resolve().parent
@@ -268,7 +268,7 @@ def new_cmd(name: str, family: str, rule_id: str | None, rules_paths, no_builtin
     """
     import re
 
-    from aoti_trace.engine.loader import load_library
+    from aoti_trace.library.loader import load_library
     from aoti_trace.engine.schema import ID_RE, NAME_RE
     from aoti_trace.errors import RuleError
 
@@ -294,7 +294,7 @@ def new_cmd(name: str, family: str, rule_id: str | None, rules_paths, no_builtin
     guide_file.parent.mkdir(parents=True, exist_ok=True)
     rule_file.write_text(RULE_SKELETON.format(id=rule_id, name=name, family=family), encoding="utf-8")
     guide_file.write_text(GUIDE_SKELETON.format(id=rule_id, title=name.replace("-", " ").capitalize()), encoding="utf-8")
-    from aoti_trace.engine.loader import default_rules_dir
+    from aoti_trace.library.loader import default_rules_dir
 
     opt = "" if root.resolve() == default_rules_dir().resolve() else f" --rules {root}"
     click.echo(f"wrote {rule_file}\nwrote {guide_file}\n"

@@ -33,7 +33,7 @@ def triage_cmd(roots, engine, jobs, address, since, fmt, out, rules_paths, no_bu
     previous = read_previous(since) if since is not None else None
     import os
 
-    from aoti_trace.engine.loader import RULES_ENV
+    from aoti_trace.library.loader import RULES_ENV
 
     # folders and whether to add them to the built-in library: what every worker loads (load_library)
     rules_path = ((tuple(str(p) for p in rules_paths), not no_builtin_rules)

@@ -16,7 +16,7 @@ import polars as pl
 
 from aoti_trace.engine import compile as C
 from aoti_trace.engine.failure_rules import FAILURE_RULES, describe, is_failure_rule
-from aoti_trace.engine.loader import RuleSet
+from aoti_trace.engine.ruleset import RuleSet
 from aoti_trace.engine.rank import Ranked, rank
 from aoti_trace.engine.reasoners import enrich
 from aoti_trace.engine.schema import PLACEHOLDER_RE, ColumnRef, Leaf, Rule, TorchRange

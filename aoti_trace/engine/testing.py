@@ -15,7 +15,7 @@ from typing import Any
 
 from aoti_trace.engine import compile as C
 from aoti_trace.engine.evaluator import evaluate
-from aoti_trace.engine.loader import RuleSet
+from aoti_trace.engine.ruleset import RuleSet
 from aoti_trace.engine.schema import Example, Rule
 from aoti_trace.findings import Finding
 from aoti_trace.frames import Frames

@@ -65,17 +65,17 @@ _RULES: Any = None  # the worker's rule set (loaded once per process by init_wor
 def init_worker(rules_path: str | tuple | None = None) -> None:
     """Load the rules into this process (ProcessPoolExecutor initializer; called lazily on Ray workers).
     ``rules_path``: None (the built-in library), a rules folder, or ``(folders, builtin)`` as the CLI's repeatable
-    ``--rules`` / ``--no-builtin-rules`` give it (:func:`aoti_trace.engine.loader.load_library`)."""
+    ``--rules`` / ``--no-builtin-rules`` give it (:func:`aoti_trace.library.loader.load_library`)."""
     global _RULES
-    from aoti_trace import engine
+    from aoti_trace import library
 
     if isinstance(rules_path, tuple):
-        from aoti_trace.engine.loader import load_library
+        from aoti_trace.library.loader import load_library
 
         folders, builtin = rules_path
         _RULES = (rules_path, load_library(list(folders), builtin=builtin))
     else:
-        _RULES = (rules_path, engine.load_rules(rules_path))
+        _RULES = (rules_path, library.load_rules(rules_path))
 
 
 def _rules(rules_path: str | None):

@@ -38,7 +38,7 @@ def _collapse(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def _templates() -> tuple[tuple[tuple[str, ...], int, KnownMessage], ...]:
-    from aoti_trace.engine import default_rules_dir
+    from aoti_trace.library.loader import default_rules_dir
 
     path: Path = default_rules_dir() / "catalogue" / "messages.jsonl"
     out = []

@@ -18,7 +18,6 @@ import json
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-import polars as pl
 
 from aoti_trace import __version__
 from aoti_trace.ingest import safe_json

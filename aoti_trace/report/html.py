@@ -114,7 +114,7 @@ def _markdown():  # type: ignore[no-untyped-def]
     md = MarkdownIt("commonmark", {"html": False}).disable(["image", "autolink", "html_block", "html_inline"])
     md.validateLink = lambda url: url.lower().startswith(("http://", "https://"))
 
-    def link_open(renderer, tokens, idx, options, env):  # type: ignore[no-untyped-def]  # bound to the renderer
+    def render_link(renderer, tokens, idx, options, env):  # type: ignore[no-untyped-def]  # bound to the renderer
         # validateLink is not consulted for an empty destination ('[text]()'): such a link is rendered as its text
         if not str(tokens[idx].attrGet("href") or "").lower().startswith(("http://", "https://")):
             env["skipped_links"] = env.get("skipped_links", 0) + 1
@@ -128,7 +128,7 @@ def _markdown():  # type: ignore[no-untyped-def]
             return ""
         return renderer.renderToken(tokens, idx, options, env)
 
-    md.add_render_rule("link_open", link_open)
+    md.add_render_rule("link_open", render_link)
     md.add_render_rule("link_close", link_close)
     return md
 

@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from aoti_trace import engine
+from aoti_trace import library
 
 EXAMPLES = int(os.environ.get("AOTI_TRACE_FUZZ_EXAMPLES", "40"))
 LIMIT_S = float(os.environ.get("AOTI_TRACE_FUZZ_LIMIT_S", "10"))  # CPU seconds per case
@@ -56,7 +56,7 @@ STATS: dict = {"cases": 0, "crashes": 0, "over_limit_cpu": 0, "over_10s_wall": 0
 
 @pytest.fixture(scope="module")
 def rules():
-    return engine.load_rules()
+    return library.load_rules()
 
 
 def _peak_rss_mb() -> int:

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from hostile import FIXTURES, analyse, encrypt_flag, replace_entry, terminal_safe, time_limit
 
-from aoti_trace import engine
+from aoti_trace import library
 from aoti_trace.ingest import files, trace
 from aoti_trace.ingest.package import package_frames
 
@@ -37,7 +37,7 @@ CPP = FIXTURES / "cases" / "cpp_compile_error"
 
 @pytest.fixture(scope="module")
 def rules():
-    return engine.load_rules()
+    return library.load_rules()
 
 
 def trace_of(case: Path) -> Path:
@@ -323,7 +323,7 @@ def test_08_catastrophic_user_rule_regex_does_not_run_for_minutes(tmp_path):
         message: m
         remedy: r
         """))
-    user_rules = engine.load_rules(tmp_path / "rules")
+    user_rules = library.load_rules(tmp_path / "rules")
     case = copy_case(DTYPE, tmp_path / "c")
     text = (case / "stderr.txt").read_text()
     (case / "stderr.txt").write_text(text.rstrip("\n") + "\n" + "a" * 30 + "c aab\n")

@@ -1,6 +1,6 @@
 """``aoti-trace rules lint``: checks beyond what loading already enforces.
 
-Loading (:func:`aoti_trace.engine.load_rules`) already rejects, with ``file:line:column``: schema errors, unknown
+Loading (:func:`aoti_trace.library.loader.load_rules`) already rejects, with ``file:line:column``: schema errors, unknown
 keys, bad families, regexes that do not compile in Rust (Polars) or Python, extract groups missing from the anchor
 regex, placeholders that are not extract keys, duplicate ids and names. Lint adds the library-level checks:
 guide exists, example coverage for test/stable rules, file location, supersedes / replaced_by targets, and each
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from aoti_trace.engine.loader import RuleSet
+from aoti_trace.engine.ruleset import RuleSet
 
 TEMPLATE_LEFTOVER = re.compile(r"\bTODO\b|<fill in>")
 

@@ -1,4 +1,4 @@
-"""Load rule files: YAML with positions, ``%{FRAGMENT}`` interpolation, validation, ``file:line:column`` errors.
+"""Load rule files from disk: YAML with positions, ``%{FRAGMENT}`` interpolation, validation, ``file:line:column`` errors.
 
 Layout of a rules folder (the repository's ``rules/``, or ``aoti_trace/_rules`` in an installed wheel)::
 
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from aoti_trace.engine.schema import NAME_RE, Rule, check_regex
+from aoti_trace.engine.ruleset import IgnoreEntry, RuleSet
+from aoti_trace.engine.schema import Rule, check_regex
 from aoti_trace.errors import RuleError
 
 FRAGMENT_RE = re.compile(r"%\{([A-Z][A-Z0-9_]*)\}")
@@ -35,43 +35,6 @@ def default_rules_dir() -> Path:
         if candidate.is_dir():
             return candidate
     raise RuleError(f"no rules folder found (looked for {pkg / '_rules'} and {pkg.parent / 'rules'})")
-
-
-class IgnoreEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(pattern=NAME_RE)
-    regex: str
-    why: str
-    origin: str | None = None
-
-
-@dataclass
-class RuleSet:
-    """Loaded rules plus the ignore list and where each rule came from."""
-
-    rules: list[Rule] = field(default_factory=list)
-    root: Path | None = None  # the rules folder (guides are relative to it)
-    paths: dict[str, Path] = field(default_factory=dict)  # rule id -> file
-    ignore: list[IgnoreEntry] = field(default_factory=list)
-    fragments: dict[str, str] = field(default_factory=dict)
-    roots: dict[str, Path] = field(default_factory=dict)  # rule id -> its folder, when it is not ``root``
-
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(self.rules)
-
-    def __len__(self) -> int:
-        return len(self.rules)
-
-    def get(self, key: str) -> Rule | None:
-        """A rule by id (case-insensitive) or name."""
-        return next((r for r in self.rules if r.id == key.upper() or r.name == key), None)
-
-    def guide_path(self, rule: Rule) -> Path | None:
-        root = self.roots.get(rule.id, self.root)
-        if rule.guide is None or root is None:
-            return None
-        return root / rule.guide
 
 
 # ---------------------------------------------------------------------------------------------- YAML + positions
@@ -264,10 +227,10 @@ def load_rules(path: str | Path | None = None) -> RuleSet:
     """Load every rule under ``path`` (default: :func:`default_rules_dir`); a :class:`RuleSet` is returned as it is
     (see :func:`load_library`). Raises :class:`RuleError`.
 
-    The result comes from the on-disk cache (:mod:`aoti_trace.engine.cache`) when these rule files were loaded
+    The result comes from the on-disk cache (:mod:`aoti_trace.library.cache`) when these rule files were loaded
     before by this version of aoti-trace; a rule set with errors is never cached.
     """
-    from aoti_trace.engine import cache
+    from aoti_trace.library import cache
 
     if isinstance(path, RuleSet):
         return path

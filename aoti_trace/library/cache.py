@@ -3,7 +3,7 @@
 An entry is a pickle in the user cache folder, named by a SHA-256 over
 
 * the content (relative path and bytes) of every ``*.yaml`` / ``*.yml`` file under each rule folder, and the
-  folders' absolute paths (a :class:`~aoti_trace.engine.loader.RuleSet` records where each rule came from);
+  folders' absolute paths (a :class:`~aoti_trace.engine.ruleset.RuleSet` records where each rule came from);
 * the versions of aoti-trace, Python, Polars, pydantic and PyYAML, and the source of the modules that define what
   is stored (the rule schema and the loader), so an entry is never used by another version of the code.
 
@@ -62,12 +62,13 @@ def _versions() -> bytes:
     import yaml
 
     import aoti_trace
-    from aoti_trace.engine import loader, schema
+    from aoti_trace.engine import ruleset, schema
+    from aoti_trace.library import loader
 
     parts = [FORMAT, aoti_trace.__version__.encode(), sys.version.encode()]
     for name, module in (("polars", polars), ("pydantic", pydantic), ("pyyaml", yaml)):  # already imported
         parts.append(f"{name}={getattr(module, '__version__', getattr(module, 'VERSION', '?'))}".encode())
-    for module in (schema, loader):  # what a cached RuleSet is made of: a source edit invalidates the entry
+    for module in (schema, ruleset, loader):  # what a cached RuleSet is made of: a source edit invalidates the entry
         parts.append(Path(module.__file__).read_bytes())  # type: ignore[arg-type]
     return b"\0".join(parts)
 

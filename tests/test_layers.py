@@ -1,0 +1,26 @@
+"""The layers (issue 14): the engine and the reports are pure functions of rules, frames and findings — they open no
+file (what they need from files comes from frames that ingest reads) — and only the CLI knows click."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "aoti_trace"
+FILE_READING = re.compile(r"\bopen\(|read_text|read_bytes|zipfile")
+CLICK = re.compile(r"^\s*(?:import click|from click)", re.M)
+
+
+@pytest.mark.parametrize("layer", ["engine", "report"])
+def test_engine_and_reports_read_no_files(layer):
+    hits = [f"{p.relative_to(PKG)}:{n}: {line.strip()}"
+            for p in sorted((PKG / layer).rglob("*.py"))
+            for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if FILE_READING.search(line)]
+    assert not hits, "file reading in " + layer + ":\n" + "\n".join(hits)
+
+
+def test_only_the_cli_imports_click():
+    hits = [str(p.relative_to(PKG)) for p in sorted(PKG.rglob("*.py"))
+            if "cli" not in p.relative_to(PKG).parts and CLICK.search(p.read_text(encoding="utf-8"))]
+    assert not hits, hits
