@@ -19,6 +19,7 @@ from aoti_trace.frames import Frames, conform, schema
 
 if TYPE_CHECKING:
     from aoti_trace.engine.ruleset import RuleSet
+    from aoti_trace.host import HostInfo
     from aoti_trace.minify import MinifyResult
 
 
@@ -52,10 +53,12 @@ class Analysis:
         return summary_html(self)
 
 
-def build_frames(runs: list[RunInputs]) -> Frames:
+def build_frames(runs: list[RunInputs], *, this_host: bool = False) -> Frames:
     """Parse every input of every run into one set of frames keyed by ``run_id``.
 
-    Frames read from files that these point at (generated code, chromium events, the user's source) are derived on
+    A run's packages are compared with the machine the run loaded them on (its capture manifest), or with this
+    machine when ``this_host`` (:func:`aoti_trace.ingest.package.package_frames`). Frames read from files that these
+    point at (generated code, chromium events, the user's source) are derived on
     first use (:func:`derive_file_frames`). Each frame is concatenated once at the end (appending input by input costs time quadratic in the number of
     inputs); the trace files are read in parallel when there are many (:mod:`aoti_trace.parallel`).
     """
@@ -83,14 +86,27 @@ def build_frames(runs: list[RunInputs]) -> Frames:
             for path in paths:
                 frames.merge(text.read_stream(path, stream, run.run_id))
         frames.merge(process.read_process(run))
-        for pkg in run.packages:
+        if run.packages:
             from aoti_trace.ingest import package  # only when there is a package (a costly import)
 
-            frames.merge(package.package_frames(pkg, run.run_id))
+            host, source = _package_host(run, this_host)
+            for pkg in run.packages:
+                frames.merge(package.package_frames(pkg, run.run_id, host, source))
     out = frames.frames()
     out.add("failures", failure.failures_frame(out))
     derive_file_frames(out)
     return out
+
+
+def _package_host(run: RunInputs, this_host: bool) -> tuple[HostInfo | None, str]:
+    """The machine to compare a run's packages with: this one when asked, else the one its manifest describes."""
+    from aoti_trace import host
+    from aoti_trace.ingest import process
+
+    if this_host:
+        return host.host_info(), "this machine"
+    env = process.manifest_environment(run)
+    return (host.from_environment(env), "manifest") if env else (None, "manifest")
 
 
 def derive_file_frames(frames: Frames) -> None:
@@ -129,12 +145,14 @@ def analyze(
     stdout: str | Path | None = None,
     exit_code: str | None = None,
     rules_path: str | Path | None = None,
+    this_host: bool = False,
 ) -> Analysis:
-    """Analyse the given inputs with the rule library (or the rules under ``rules_path``)."""
+    """Analyse the given inputs with the rule library (or the rules under ``rules_path``). ``this_host``: compare
+    packages with this machine (as if loading them here) instead of the machine their capture ran on."""
     from aoti_trace import engine, library
 
     runs = discover(paths, stderr=stderr, stdout=stdout, exit_code=exit_code)
-    frames = build_frames(runs)
+    frames = build_frames(runs, this_host=this_host)
     rules = library.load_rules(rules_path)
     findings = engine.evaluate(rules, frames)
     return Analysis(runs=runs, frames=frames, findings=findings, guides=read_guides(findings, rules))

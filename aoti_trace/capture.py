@@ -10,7 +10,8 @@ It writes the capture folder described in ``docs/architecture.md``:
   flushed) as they arrive, so a child killed by SIGSEGV or SIGKILL still leaves complete logs;
 * ``trace/``: the TORCH_TRACE folder;
 * ``manifest.json``: command, cwd, exit code / signal, timeout, duration, the debug variables set and the
-  environment (python, torch, triton, CUDA, GPUs, C++ compiler, libstdc++). A first manifest (``exit_code``
+  environment (python, torch, triton, CUDA, GPUs and their compute capabilities, machine and CPU flags, C++ compiler,
+  libstdc++). A first manifest (``exit_code``
   null) is written before the child starts, so even a capture that is itself killed leaves one.
 
 Ctrl-C (SIGINT) and SIGTERM are forwarded to the child's process group; a second Ctrl-C kills it. ``timeout``
@@ -33,6 +34,7 @@ import select
 import shutil
 import signal
 import subprocess
+import platform
 import sys
 import threading
 import time
@@ -268,14 +270,17 @@ def probe_python(python: str, env: dict[str, str], logs: str | None = None) -> d
 
 
 def system_facts(facts: dict[str, object], env: dict[str, str]) -> dict[str, object]:
-    """Add GPU names, the C++ compiler and its version, and the libstdc++ version to ``facts`` (fail soft)."""
+    """Add the machine's facts to ``facts`` (fail soft): GPUs (``nvidia-smi -L`` lines) and their compute
+    capabilities, the machine and CPU flags (:mod:`aoti_trace.host`: what a package is compared with), the C++
+    compiler and its version, the libstdc++ version."""
+    from aoti_trace import host
+
     out = dict(facts)
-    smi = shutil.which("nvidia-smi", path=env.get("PATH"))
-    out["gpus"] = []
-    if smi:
-        text = _run_quiet([smi, "-L"], timeout=20.0)
-        if text:
-            out["gpus"] = [line.strip() for line in text.splitlines() if line.strip().startswith("GPU")]
+    gpus = host.gpu_facts(env.get("PATH"))
+    out["gpus"] = gpus["gpus"] if gpus else []
+    out["gpu_compute_capability"] = gpus["gpu_compute_capability"] if gpus else []
+    out["machine"] = platform.machine() or None
+    out["cpu_flags"] = host.read_cpu_flags()
     cxx = env.get("CXX") or out.get("cxx_configured")
     out["cxx"] = cxx
     if cxx:

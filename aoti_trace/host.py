@@ -1,7 +1,9 @@
-"""Facts about THIS machine, gathered without importing torch.
+"""Facts about a machine that runs (or ran) AOTI packages: this one, probed without importing torch
+(:func:`host_info`), or the one a capture ran on, as its manifest records it (:func:`from_environment`).
 
-Used to compare a package's compile-time device facts with the host that is about to load it. Every probe is
-best effort: a probe that cannot run yields ``None`` (unknown), never an exception.
+Used to compare a package's compile-time device facts with the host that loads it. Every probe is best effort: a
+probe that cannot run yields ``None`` (unknown), never an exception. Standard library only: ``aoti_trace.capture``
+records the same facts (:func:`gpu_facts`, :func:`cpu_flags`) in the manifest wherever torch runs.
 
 * torch: version from ``importlib.metadata`` (e.g. ``2.13.0+cpu``); the CUDA / HIP versions torch was built with,
   read as text from the installed ``torch/version.py`` (never imported).
@@ -43,10 +45,10 @@ PROBE_TIMEOUT_S = 10
 
 @dataclass
 class HostInfo:
-    """What this machine offers for loading an AOTI package. ``None`` means unknown."""
+    """What a machine offers for loading an AOTI package. ``None`` means unknown."""
 
-    platform: str = sys.platform
-    machine: str = field(default_factory=_platform.machine)
+    platform: str | None = sys.platform
+    machine: str | None = field(default_factory=_platform.machine)
     torch_version: str | None = None
     torch_cuda_version: str | None = None
     torch_hip_version: str | None = None
@@ -81,6 +83,61 @@ def _version_field(text: str, name: str) -> str | None:
     if not m or m["v"] == "None":
         return None
     return m["v"][1:-1]
+
+
+def gpu_facts(path: str | None = None) -> dict[str, list[str]] | None:
+    """``{"gpus": nvidia-smi -L lines, "gpu_compute_capability": ['90', ...]}``, or None without ``nvidia-smi``
+    (looked up on ``path``, default ``$PATH``). The one place that asks ``nvidia-smi``."""
+    smi = shutil.which("nvidia-smi", path=path)
+    if smi is None:
+        return None
+    listing = _run([smi, "-L"])
+    if listing is None:
+        return None
+    caps = _run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"]) or ""
+    return {"gpus": [line.strip() for line in listing.splitlines() if line.strip().startswith("GPU")],
+            "gpu_compute_capability": [compute_capability(c) for c in caps.splitlines() if c.strip()]}
+
+
+def gpu_names(lines: list[str]) -> list[str]:
+    """GPU names from ``nvidia-smi -L`` lines (``GPU 0: NVIDIA H200 (UUID: ...)`` -> ``NVIDIA H200``)."""
+    return [m["name"] for line in lines
+            if (m := re.match(r"GPU \d+: (?P<name>.+?)(?: \(UUID: [^)]*\))?$", line.strip()))]
+
+
+ARCH_IN_PLATFORM = re.compile(r"-(x86_64|aarch64|arm64|AMD64|ppc64le|s390x|riscv64|i686)(?:-|$)")
+
+
+def from_environment(env: dict[str, object]) -> HostInfo:
+    """The machine a capture ran on, from its manifest's ``environment`` (what ``aoti_trace.capture`` recorded:
+    torch and its CUDA/HIP versions, ``nvidia-smi`` GPUs and compute capabilities, CPU flags, machine). Facts an older
+    capture did not record are None (unknown), so nothing is compared on them."""
+    plat = str(env.get("platform") or "")
+    osname = next((v for k, v in (("Linux", "linux"), ("Windows", "win32"), ("macOS", "darwin"), ("Darwin", "darwin"))
+                   if plat.startswith(k)), None)
+    arch = ARCH_IN_PLATFORM.search(plat)
+    info = HostInfo(platform=osname, machine=str(env["machine"]) if env.get("machine") else (arch[1] if arch else None))
+    if env.get("torch"):
+        info.torch_version = str(env["torch"])
+        info.torch_cuda_version = str(env["cuda"]) if env.get("cuda") else None
+        info.torch_hip_version = str(env["hip"]) if env.get("hip") else None
+        info.torch_cuda = bool(info.torch_cuda_version or info.torch_hip_version)
+    if isinstance(env.get("gpus"), list):
+        info.gpu_names = gpu_names([str(g) for g in env["gpus"]])  # type: ignore[union-attr]
+        info.gpu_count = len(info.gpu_names)
+    if isinstance(env.get("gpu_compute_capability"), list):
+        info.gpu_compute_capability = [str(c) for c in env["gpu_compute_capability"]]  # type: ignore[union-attr]
+    if isinstance(env.get("cpu_flags"), list):
+        info.cpu_flags = [str(f) for f in env["cpu_flags"]]  # type: ignore[union-attr]
+    return info
+
+
+def read_cpu_flags() -> list[str] | None:
+    """:func:`cpu_flags` of this machine's ``/proc/cpuinfo`` (None where it is unreadable)."""
+    try:
+        return cpu_flags(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
 
 
 def _run(cmd: list[str]) -> str | None:
@@ -130,21 +187,16 @@ def host_info() -> HostInfo:
         info.torch_cuda = bool(info.torch_cuda_version or info.torch_hip_version)
     elif version is not None and version.endswith("+cpu"):
         info.torch_cuda = False
-    listing = _run(["nvidia-smi", "-L"])
-    if listing is not None:
-        info.gpu_names = [m["name"] for m in re.finditer(r"(?m)^GPU \d+: (?P<name>.+?)(?: \(UUID: [^)]*\))?$", listing)]
+    gpus = gpu_facts()
+    if gpus is not None:
+        info.gpu_names = gpu_names(gpus["gpus"])
         info.gpu_count = len(info.gpu_names)
-        caps = _run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"])
-        if caps is not None:
-            info.gpu_compute_capability = [compute_capability(c) for c in caps.splitlines() if c.strip()]
+        info.gpu_compute_capability = list(gpus["gpu_compute_capability"])
     else:
         gpus = Path("/proc/driver/nvidia/gpus")
         try:
             info.gpu_count = len(list(gpus.iterdir())) if gpus.is_dir() else 0
         except OSError:
             info.gpu_count = None
-    try:
-        info.cpu_flags = cpu_flags(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        info.cpu_flags = None
+    info.cpu_flags = read_cpu_flags()
     return info

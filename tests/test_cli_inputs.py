@@ -38,9 +38,22 @@ def test_capture_folder_and_any_folder_above_it(tmp_path):
     assert {f["family"] for f in doc["findings"] if f["severity"] == "error"} >= {"dtype_mismatch", "cpp_compile_error"}
 
 
-def test_package_alone():
-    doc = json.loads(analyze(str(CASES / "cuda_package_on_cpu_host" / "model.pt2"), "-f", "json").stdout)
-    assert {f["rule_id"] for f in doc["findings"]} >= {"AOTI-B014"}  # this CPU-only host cannot run a CUDA package
+def test_package_alone_is_compared_with_a_host_only_when_asked():
+    pkg = str(CASES / "cuda_package_on_cpu_host" / "model.pt2")
+    alone = json.loads(analyze(pkg, "-f", "json").stdout)  # no manifest: which machine would load it is unknown
+    assert not {f["rule_id"] for f in alone["findings"]} & {"AOTI-B014", "AOTI-B015", "AOTI-M003"}
+    here = json.loads(analyze(pkg, "--this-host", "-f", "json").stdout)
+    assert {f["rule_id"] for f in here["findings"]} >= {"AOTI-B014"}  # this CPU-only host cannot run a CUDA package
+
+
+def test_package_is_compared_with_the_machine_its_capture_ran_on():
+    """The capture's manifest, not the machine running the analysis, says where the package was loaded: the CUDA
+    package of a capture made on the H200 is not "unsupported here", the one loaded by CPU-only torch is."""
+    h200 = json.loads(analyze(str(CASES / "cuda_triton_index_oob"), "-f", "json").stdout)
+    assert "AOTI-B014" not in {f["rule_id"] for f in h200["findings"]}
+    cpu = json.loads(analyze(str(CASES / "cuda_package_on_cpu_host"), "-f", "json").stdout)
+    b014 = [f for f in cpu["findings"] if f["rule_id"] == "AOTI-B014"]
+    assert b014 and "built without CUDA" in b014[0]["message"]
 
 
 def test_pasted_log_on_stdin_with_exit_code():

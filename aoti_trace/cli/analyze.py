@@ -81,9 +81,12 @@ def write_output(text: str, output: Path | None, color: bool = False) -> None:
                    "inside it when it can (default: the working directory)")
 @click.option("--sarif-category", default=None, metavar="NAME",
               help="SARIF automationDetails.id (the code-scanning category)  [default: aoti-trace]")
+@click.option("--this-host", is_flag=True,
+              help="compare .pt2 packages with this machine, as if loading them here (default: with the machine "
+                   "the capture ran on, from its manifest; without one, not at all)")
 @click.pass_context
 def analyze_cmd(ctx: click.Context, paths, stderr, stdout, exit_code, rules_paths, no_builtin_rules, fmt, out,
-                html_path, perfetto_path, fail_on, color, source_root, sarif_category) -> None:
+                html_path, perfetto_path, fail_on, color, source_root, sarif_category, this_host) -> None:
     """Diagnose PATHs: TORCH_TRACE folders or files, capture folders, .pt2 packages, or any folder."""
     from aoti_trace.analysis import analyze
     from aoti_trace.report import render
@@ -92,7 +95,7 @@ def analyze_cmd(ctx: click.Context, paths, stderr, stdout, exit_code, rules_path
         raise click.UsageError("give at least one PATH, or --stderr FILE|-")
     with progress("aoti-trace: parsing logs and evaluating rules..."):
         analysis = analyze(list(paths), stderr=stderr, stdout=stdout, exit_code=exit_code,
-                           rules_path=ruleset(rules_paths, no_builtin_rules))
+                           rules_path=ruleset(rules_paths, no_builtin_rules), this_host=this_host)
     output = out
     colored = fmt == "text" and use_color(color, output)
     write_output(render(analysis, fmt, color=colored, source_root=source_root if source_root is not None else Path.cwd(),

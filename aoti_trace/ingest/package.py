@@ -10,14 +10,16 @@ API
     Git LFS pointer, not a zip, a truncated zip, a hostile zip, a ``torch.export.save`` archive or a zip without
     an AOTI model. Problems *inside* a readable package (missing or truncated weights, a truncated ``.so``) are
     not errors: they are listed in ``PackageInfo.models[].issues`` and become facts.
-``package_frames(path, run_id) -> Frames``
-    The same as ``package`` frame rows (long form) plus host rows; when ``inspect_package`` would raise, a
-    ``damage`` row and a ``package_error`` fact instead (never raises for a bad package).
+``package_frames(path, run_id, host=None, host_source='manifest') -> Frames``
+    The same as ``package`` frame rows (long form), plus, when a host is given, the facts of comparing with it and
+    its host rows; when ``inspect_package`` would raise, a ``damage`` row and a ``package_error`` fact instead
+    (never raises for a bad package).
 
 The ``package`` frame (columns run_id, path, lineno, model, item, key, value, entry)
 ----------------------------------------------------------------------------------
 ``model`` is the model name inside the package (``model`` for a default package), null for archive-level facts,
-and ``"<host>"`` for facts about the machine running aoti-trace (from :mod:`aoti_trace.host`). ``item`` is what
+and ``"<host>"`` for facts about the machine the package was compared with (:mod:`aoti_trace.host`: the one the
+capture ran on, from its manifest, or this machine with ``analyze --this-host``). ``item`` is what
 the fact is about inside the model (input index, constant name, kernel name, ...), null for model-level facts.
 ``lineno`` is the line in ``entry`` (the archive entry name) where the fact was read, when it comes from text.
 
@@ -77,8 +79,8 @@ Per model, compile-side facts:
     cxx                   compiler of the wrapper, from the '// Compile cmd' comment
     package_cpp_only      'true' when the package ships C++ sources and *_compile_flags.json instead of a .so
 
-Per model, derived by comparing with this host (computed in Python; only meaningful when the package is loaded
-on the machine that runs aoti-trace):
+Per model, derived by comparing with the host (only when there is one: the capture's manifest, or ``--this-host``;
+facts the host does not record are not compared):
     cpu_isa_missing       value = a word of AOTI_CPU_ISA whose CPU flags this host lacks (e.g. AMX_TILE)
     machine_mismatch      value = '<packaged> vs <host>' for AOTI_MACHINE
     device_unsupported    value = why this host cannot run the package's device (CUDA package on a torch built
@@ -86,7 +88,7 @@ on the machine that runs aoti-trace):
     compute_capability_mismatch  value = '<packaged> vs <host capabilities>' when the GPUs here differ
 
 Host facts (model '<host>', item null unless noted; path = the package they were compared with):
-    torch_version (2.13.0+cpu), torch_cuda ('true'|'false'), torch_cuda_version, torch_hip_version,
+    host_source ('manifest' or 'this machine'), torch_version (2.13.0+cpu), torch_cuda ('true'|'false'), torch_cuda_version, torch_hip_version,
     gpu_count, gpu_name (item = index), gpu_compute_capability (item = index, '90' form), machine, platform,
     cpu_flags (space-separated subset of avx2 fma avx512f ... amx_tile asimd sve), cpu_isa (the AOTI_CPU_ISA
     words this host supports). Unknown values are omitted.
@@ -464,10 +466,10 @@ def compare_with_host(model: ModelInfo, h: host_mod.HostInfo) -> list[Issue]:
     out: list[Issue] = []
     md = model.metadata
     isa = md.get("AOTI_CPU_ISA", "")
-    if isa and h.cpu_flags is not None and md.get("AOTI_MACHINE", h.machine) == h.machine:
+    if isa and h.cpu_flags is not None and h.machine is not None and md.get("AOTI_MACHINE", h.machine) == h.machine:
         for word in host_mod.isa_missing(isa, h.cpu_flags):
             out.append(Issue(kind="cpu_isa_missing", detail=word, entry=model.metadata_entry))
-    if md.get("AOTI_MACHINE") and md["AOTI_MACHINE"] != h.machine:
+    if md.get("AOTI_MACHINE") and h.machine is not None and md["AOTI_MACHINE"] != h.machine:
         out.append(Issue(kind="machine_mismatch", detail=f"{md['AOTI_MACHINE']} vs {h.machine}",
                          entry=model.metadata_entry))
     key = md.get("AOTI_DEVICE_KEY", "")
@@ -591,11 +593,15 @@ def _rows_frame(rows: list[dict]) -> pl.DataFrame:
                                       "item": pl.String, "key": pl.String, "value": pl.String, "entry": pl.String})
 
 
-def package_frames(path: str | Path, run_id: str, host: host_mod.HostInfo | None = None) -> Frames:
-    """``package`` rows (facts, derived facts, host facts) and ``damage`` rows for one package. Never raises
-    for a bad package: an unreadable one yields a ``package_error`` fact and a ``damage`` row."""
+def package_frames(path: str | Path, run_id: str, host: host_mod.HostInfo | None = None,
+                   host_source: str = "manifest") -> Frames:
+    """``package`` rows (facts; with ``host``, the derived facts of comparing with it and its host facts) and
+    ``damage`` rows for one package. ``host`` is the machine the run loaded the package on (its capture manifest,
+    ``host_source='manifest'``) or this machine when asked (``'this machine'``); without one nothing is compared,
+    so the frames do not depend on where the analysis runs. Never raises for a bad package: an unreadable one
+    yields a ``package_error`` fact and a ``damage`` row."""
     path = Path(path)
-    h = host if host is not None else host_mod.host_info()
+    h = host
     frames = Frames()
     rows: list[dict] = []
     damage: list[dict] = []
@@ -628,14 +634,16 @@ def package_frames(path: str | Path, run_id: str, host: host_mod.HostInfo | None
             row(None, "model_name", None, model.name)
             for key, item, value, entry, line in model_facts(model):
                 row(model.name, key, item, value, entry, line)
-            for issue in compare_with_host(model, h):
+            for issue in compare_with_host(model, h) if h is not None else []:
                 row(model.name, issue.kind, issue.item, issue.detail, issue.entry)
             for issue in model.issues:
                 if issue.kind == "bad_json":
                     damage.append({"run_id": run_id, "path": str(path), "lineno": None, "kind": "bad_json",
                                    "count": 1, "detail": issue.detail})
-    for key, item, value in host_rows(h):
-        row("<host>", key, item, value)
+    if h is not None:
+        row("<host>", "host_source", None, host_source)
+        for key, item, value in host_rows(h):
+            row("<host>", key, item, value)
     frames.add("package", _rows_frame(rows))
     if damage:
         frames.add("damage", pl.DataFrame(damage, schema={"run_id": pl.String, "path": pl.String,

@@ -115,6 +115,19 @@ def read_process(run: RunInputs) -> Frames:
     return frames
 
 
+def manifest_environment(run: RunInputs) -> dict | None:
+    """The ``environment`` a capture's manifest records about the machine it ran on (None without one; an unreadable
+    manifest is reported as damage by :func:`read_process`)."""
+    if run.manifest is None or run.manifest.name != "manifest.json":
+        return None
+    try:
+        man = safe_json.loads(run.manifest.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return None
+    env = man.get("environment") if isinstance(man, dict) else None
+    return env if isinstance(env, dict) and env else None
+
+
 def _damage(run_id: str, path: Path, kind: str, detail: str) -> dict:
     return {"run_id": run_id, "path": str(path), "lineno": None, "kind": kind, "count": 1, "detail": detail}
 
