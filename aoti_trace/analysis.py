@@ -124,6 +124,10 @@ def analyze(
     frames = build_frames(runs)
     rules = engine.load_rules(rules_path)
     findings = engine.evaluate(rules, frames)
+    if len(runs) > 1:  # per-rank captures of one launch: collective failures across them (aoti_trace.consequences)
+        from aoti_trace import consequences
+
+        findings = consequences.mark(findings, job=consequences.job_of(runs, frames))
     return Analysis(runs=runs, frames=frames, findings=findings, guides=read_guides(findings, rules))
 
 
