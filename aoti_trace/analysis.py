@@ -58,7 +58,7 @@ def build_frames(runs: list[RunInputs]) -> Frames:
     Each frame is concatenated once at the end (appending input by input costs time quadratic in the number of
     inputs); the trace files are read in parallel when there are many (:mod:`aoti_trace.parallel`).
     """
-    from aoti_trace.ingest import failure, process, text
+    from aoti_trace.ingest import divergence, failure, process, text
     from aoti_trace.parallel import read_traces
 
     frames = _Parts()
@@ -88,6 +88,7 @@ def build_frames(runs: list[RunInputs]) -> Frames:
             frames.merge(package.package_frames(pkg, run.run_id))
     out = frames.frames()
     out.add("failures", failure.failures_frame(out))
+    out.add("divergence", divergence.divergence_frame(out))
     return out
 
 
