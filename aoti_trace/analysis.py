@@ -62,7 +62,7 @@ def build_frames(runs: list[RunInputs], *, this_host: bool = False) -> Frames:
     first use (:func:`derive_file_frames`). Each frame is concatenated once at the end (appending input by input costs time quadratic in the number of
     inputs); the trace files are read in parallel when there are many (:mod:`aoti_trace.parallel`).
     """
-    from aoti_trace.ingest import failure, process, text
+    from aoti_trace.ingest import divergence, failure, process, text
     from aoti_trace.parallel import read_traces
 
     frames = _Parts()
@@ -94,6 +94,7 @@ def build_frames(runs: list[RunInputs], *, this_host: bool = False) -> Frames:
                 frames.merge(package.package_frames(pkg, run.run_id, host, source))
     out = frames.frames()
     out.add("failures", failure.failures_frame(out))
+    out.add("divergence", divergence.divergence_frame(out))
     derive_file_frames(out)
     return out
 
@@ -155,6 +156,10 @@ def analyze(
     frames = build_frames(runs, this_host=this_host)
     rules = library.load_rules(rules_path)
     findings = engine.evaluate(rules, frames)
+    if len(runs) > 1:  # per-rank captures of one launch: collective failures across them (aoti_trace.consequences)
+        from aoti_trace import consequences
+
+        findings = consequences.mark(findings, job=consequences.job_of(runs, frames))
     return Analysis(runs=runs, frames=frames, findings=findings, guides=read_guides(findings, rules))
 
 

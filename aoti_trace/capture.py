@@ -69,6 +69,9 @@ DEBUG_VARS = (
     "TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_COMPILE_FORCE_DISABLE_CACHES", "TORCHINDUCTOR_CPP_MARCH", "CXX",
     "AOT_INDUCTOR_WEIGHT_USE_CACHING_ALLOCATOR", "TRITON_DEBUG", "CUDA_VISIBLE_DEVICES", "PYTHONFAULTHANDLER",
     "PYTHONUNBUFFERED",
+    # a rank of a distributed job (torchrun / torch.distributed.elastic set them for each worker): the analysis
+    # puts this rank on the run's findings
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "TORCHELASTIC_RESTART_COUNT",
 )
 
 

@@ -267,6 +267,20 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
             "user_code": (Str, "source text of that line, when known"),
         },
     ),
+    "divergence": (
+        "Ranks of one run whose compiles differ from the other ranks' (as tlparse --all-ranks-html compares them): one "
+        "row per diverging rank (derived from compiles and events by aoti_trace.ingest.divergence).",
+        {
+            "run_id": (Str, "analysed run"),
+            "path": (Str, "the diverging rank's trace file"),
+            "lineno": (I64, "always null: the divergence is of whole traces"),
+            "rank": (I32, "the diverging rank"),
+            "ranks": (Str, "every diverging rank of the run, as ranges"),
+            "reference": (Str, "the ranks that agree (the largest group), as ranges"),
+            "aspects": (Str, "where this rank differs: graphs, compile_ids, guards, code (comma-separated)"),
+            "detail": (Str, "what differs, per group of ranks: 'rank 1 vs rank 0: 3 compiled graphs instead of 2, ...'"),
+        },
+    ),
     # ------------------------------------------------------------------ read on first use (aoti_trace.ingest.code / .sources)
     "code": (
         "Generated code of each run, read on first use: the trace's wrapper / kernel / output-code dumps (the newest "
@@ -341,6 +355,7 @@ TEXT_COLUMNS: dict[str, str] = {
     "faults": "what",
     "damage": "detail",
     "failures": "what",
+    "divergence": "detail",
 }
 
 

@@ -25,6 +25,7 @@ def rank_ranges(ranks: Iterable[int | None]) -> str:
 # ---------------------------------------------------------------------------------------------- attribution
 
 RANK_IN_PATH = r"(?:rank_(\d+)_[^/]*$|attempt_\d+/(\d+)/[^/]*$)"  # trace file names; torchrun --log-dir folders
+OWN_RANK = r"\bRank \d+\b"  # a rank's own number in its message ('[Rank 3] Watchdog caught ...', '[PG 1 Rank 3]')
 GLOG_TIME = r"[IWEFV](\d{4} \d{2}:\d{2}:\d{2}\.\d+)"  # the glog time stamp in a line's decoration (MMDD hh:mm:ss.f)
 
 
@@ -35,28 +36,48 @@ def path_rank(expr):
     return pl.coalesce(expr.str.extract(RANK_IN_PATH, 1), expr.str.extract(RANK_IN_PATH, 2)).cast(pl.Int32, strict=False)
 
 
+MANIFEST_RANK = r"(?:^| )RANK=(\d+)(?: |$)"  # RANK in the process frame's env column (a capture's manifest)
+
+
+def manifest_ranks(frames) -> dict[str, int]:
+    """run id -> the RANK its capture's manifest recorded (``torchrun ... python -m aoti_trace.capture``)."""
+    import polars as pl
+
+    proc = frames["process"]
+    if proc.is_empty() or "env" not in proc.columns:
+        return {}
+    got = proc.select("run_id", pl.col("env").str.extract(MANIFEST_RANK, 1).cast(pl.Int32, strict=False).alias("r")) \
+        .drop_nulls("r").unique("run_id", keep="first")
+    return dict(zip(got["run_id"].to_list(), got["r"].to_list()))
+
+
 def attribute(findings: list, frames) -> list:
     """``findings`` with ``ranks`` and ``first_rank`` set, and identical findings of several ranks merged.
 
     A finding's ranks: the rank of each evidence line (the ``[rankN]:`` prefix of the lines frame, else the rank
-    its file's path names), plus the ranks of every other line of the run with the same text, since ranks that
-    fail the same way print the same line. Its first rank: the rank whose matching line comes first by the glog
-    time stamp in the line's decoration (or the last one above it on that rank's lines), then by file and line.
-    Findings of one run with the same rule and message whose ranks differ are one finding with the union of the
-    ranks (the first in rank order is kept). Runs without rank information are returned unchanged.
+    its file's path names), plus the ranks of every other line of the run with the same text (``Rank N`` in it
+    aside), since ranks that fail the same way print the same line; a finding with none of these gets the ``RANK`` its run's manifest
+    recorded. Its first rank: the rank whose matching line comes first by the glog time stamp in the line's
+    decoration (or the last one above it on that rank's lines), then by file and line. Findings of one run with the
+    same rule and message whose ranks differ are one finding with the union of the ranks (the first in rank order
+    is kept). Then :func:`aoti_trace.consequences.mark` names collective failures that follow another rank's own
+    failure in the run as its consequences. Runs without rank information are returned unchanged.
     """
     import polars as pl
 
+    from aoti_trace import consequences
+
+    by_manifest = manifest_ranks(frames)
     keys = [(i, f.run_id, ev.path, ev.line) for i, f in enumerate(findings) for ev in f.evidence if ev.path]
-    if not keys:
-        return findings
     ev = pl.DataFrame(keys, schema={"i": pl.Int64, "run_id": pl.Utf8, "path": pl.Utf8, "lineno": pl.Int64},
                       orient="row")
     lines = frames["lines"]
-    has_ranks = lines["rank"].null_count() < lines.height or ev.select(path_rank(pl.col("path")).is_not_null().any()).item()
+    has_ranks = bool(by_manifest) or lines["rank"].null_count() < lines.height \
+        or (not ev.is_empty() and ev.select(path_rank(pl.col("path")).is_not_null().any()).item())
     if not has_ranks:
         return findings
-    lines = lines.select("run_id", "path", "lineno", "text", pl.coalesce("rank", path_rank(pl.col("path"))).alias("rank"),
+    lines = lines.select("run_id", "path", "lineno", pl.col("text").str.replace_all(OWN_RANK, "Rank *"),
+                         pl.coalesce("rank", path_rank(pl.col("path"))).alias("rank"),
                          pl.col("prefix").str.extract(GLOG_TIME, 1).alias("ts"))
     lines = lines.with_columns(pl.col("ts").forward_fill().over("path", "rank", order_by="lineno"))
     anchors = ev.join(lines.select("run_id", "path", "lineno", "text"), on=["run_id", "path", "lineno"], how="inner")
@@ -65,14 +86,19 @@ def attribute(findings: list, frames) -> list:
         .drop_nulls("rank")
     hits = pl.concat([same_text.select("i", "rank", "ts", "path", "lineno"),
                       by_path.select("i", "rank", "ts", "path", "lineno")])
-    if hits.is_empty():
-        return findings
     per = hits.sort(["ts", "path", "lineno"], nulls_last=True).group_by("i").agg(
-        pl.col("rank").unique().sort().alias("ranks"), pl.col("rank").first().alias("first_rank"))
+        pl.col("rank").unique().sort().alias("ranks"), pl.col("rank").first().alias("first_rank"),
+        pl.col("ts").first().alias("ts"))
     update = {row["i"]: row for row in per.iter_rows(named=True)}
-    out = [f.model_copy(update={"ranks": update[i]["ranks"], "first_rank": update[i]["first_rank"]})
-           if i in update else f for i, f in enumerate(findings)]
-    return merge(out)
+    out, times = [], {}
+    for i, f in enumerate(findings):
+        if i in update:
+            f = f.model_copy(update={"ranks": update[i]["ranks"], "first_rank": update[i]["first_rank"]})
+            times.setdefault((f.run_id, f.rule_id, f.message), update[i]["ts"])
+        elif f.run_id in by_manifest:
+            f = f.model_copy(update={"ranks": [by_manifest[f.run_id]], "first_rank": by_manifest[f.run_id]})
+        out.append(f)
+    return consequences.mark(merge(out), times)
 
 
 def merge(findings: list) -> list:

@@ -46,6 +46,7 @@ Family = Literal[
     "environment",
     "log_damage",
     "unexplained",
+    "distributed",
 ]
 FAMILIES: tuple[str, ...] = get_args(Family)
 # Families that say how a process died, not why (the ladder keeps climbing past a finding of these).

@@ -95,3 +95,70 @@ def test_torchrun_log_dir_ranks_from_attempt_folders(tmp_path):
     analysis = analyze([tmp_path / "logs"])
     by_run = {f.run_id: f.ranks for f in analysis.findings if f.ranks}
     assert by_run == {"attempt_0/0": [0], "attempt_0/1": [1]}, analysis.findings
+
+
+# ---------------------------------------------------------------------------------------------- collective failures
+DIST = ROOT / "fixtures/distributed"
+
+
+def test_nccl_timeouts_after_another_ranks_failure_are_its_consequences():
+    # fixtures/distributed/nccl_after_crash: DERIVED from two real captures (its README): rank 1's AOTI failure,
+    # a real NCCL watchdog timeout as ranks 0 and 2
+    analysis = analyze([DIST / "nccl_after_crash"])
+    primary = analysis.primary
+    assert (primary.rule_id, primary.ranks, primary.first_rank) == ("AOTI-E005", [1], 1)
+    assert primary.fields["consequences"] == "0, 2"
+    rest = {f.rule_id: f for f in analysis.findings if not f.primary}
+    assert rest["AOTI-N001"].ranks == [0, 2] and rest["AOTI-N001"].fields["consequence_of"] == "1"
+    assert rest["AOTI-S002"].fields["consequence_of"] == "1"  # the abort the watchdog caused
+    text = render_text(analysis)
+    assert "rank 1  failed first; then ranks 0, 2 as a consequence" in text
+    assert "(a consequence of rank 1's failure)" in text
+
+
+def test_nccl_watchdog_timeout_alone_is_the_primary_finding():
+    analysis = analyze([DIST / "nccl_watchdog_timeout"])
+    primary = analysis.primary
+    assert primary.rule_id == "AOTI-N001" and primary.fields["op"] == "ALLREDUCE" and primary.ranks == [0]
+    assert all("consequence_of" not in f.fields and "consequences" not in f.fields for f in analysis.findings)
+    assert "AOTI-N004" not in {f.rule_id for f in analysis.findings}  # torchrun's summary: a carrier, dropped
+
+
+def test_per_rank_captures_of_one_launch_are_one_job():
+    # torchrun started one capture per rank: rank 0's gloo failure is a consequence of rank 1's, across runs
+    analysis = analyze([DIST / "rank_captures"])
+    assert (analysis.primary.rule_id, analysis.primary.run_id, analysis.primary.ranks) == ("AOTI-E005", "rank1", [1])
+    gloo = [f for f in analysis.findings if f.rule_id == "AOTI-N003"]
+    assert gloo and all(f.ranks == [0] and f.fields["consequence_of"] == "1" for f in gloo)
+
+
+def test_rank_from_the_capture_manifest_when_the_lines_carry_none(tmp_path):
+    # DERIVED from the real capture rank_captures/rank1: torch's '[rank1]:' prefix removed from its stderr (as
+    # torch versions without that prefix print it); the manifest's RANK=1 is then the only rank
+    from aoti_trace.ranks import manifest_ranks
+
+    src = DIST / "rank_captures/rank1"
+    dest = tmp_path / "rank1"
+    shutil.copytree(src, dest)
+    (dest / "stderr.txt").write_text((src / "stderr.txt").read_text().replace("[rank1]:", ""))
+    analysis = analyze([dest])
+    assert manifest_ranks(analysis.frames) == {"rank1": 1}
+    assert analysis.primary.rule_id == "AOTI-E005" and analysis.primary.ranks == [1]
+
+
+def test_ranks_that_compiled_differently_are_one_divergence_finding():
+    # real torchrun run: rank 1 recompiled the torch.compile'd MLP and packaged a wider model
+    analysis = analyze([DIST / "two_rank_diverge"])
+    (div,) = [f for f in analysis.findings if f.rule_id == "AOTI-N005"]
+    assert div.ranks == [1] and div.severity == "warning" and analysis.primary is None
+    assert div.message == ("Ranks compiled differently: rank 1 vs rank 0: 3 compiled graphs instead of 2, "
+                           "compile ids [0/1] extra, different guards, different generated code")
+
+
+def test_ranks_that_compiled_the_same_have_no_divergence():
+    # both real two-rank captures: identical compiles (object ids in guards differ per process, and are masked);
+    # in two_rank_one_fails rank 0 was killed mid-compile, which is not a divergence
+    for case in ("two_rank", "two_rank_one_fails"):
+        analysis = analyze([ROOT / "fixtures/cases" / case])
+        assert analysis.frames["divergence"].is_empty()
+        assert not any(f.rule_id == "AOTI-N005" for f in analysis.findings)

@@ -23,6 +23,7 @@ FAMILY_LETTER = {
     "illegal_memory_access": "H", "cpp_compile_error": "I", "missing_custom_op": "J", "package_error": "K",
     "lowering_error": "L", "cuda_version_mismatch": "M", "out_of_memory": "O", "segfault": "S",
     "autotune_error": "T", "environment": "V", "export_error": "X", "log_damage": "Y",
+    "distributed": "N",
 }
 
 RULES_OPTION = rules_options

@@ -316,6 +316,8 @@ def evidence_of(frame: str, row: dict, leaf: Leaf | None) -> Evidence:
         text = f"{row.get('kind')}: {row.get('detail')}"
     elif frame == "failures":
         text = str(row.get("text") or row.get("what") or "")
+    elif frame == "divergence":
+        text = str(row.get("detail") or "")
     else:
         text = str(row)
     lineno = row.get("lineno")

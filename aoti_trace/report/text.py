@@ -78,6 +78,7 @@ def _finding(analysis: Analysis, f: Finding, primary: bool) -> list[Line]:
     if f.ranks:
         first = f", first failed: rank {f.first_rank}" if len(f.ranks) > 1 and f.first_rank is not None else ""
         head.append((f"  {'ranks' if len(f.ranks) > 1 else 'rank'} {rank_ranges(f.ranks)}{first}", "bold"))
+    head += _consequence(f)
     out: list[Line] = [head, [("  ", None), (f.title, "bold")]]
     out += [[("  ", None), (row, None)] for row in f.message.strip().split("\n")]
     if f.evidence:
@@ -104,6 +105,19 @@ def _finding(analysis: Analysis, f: Finding, primary: bool) -> list[Line]:
     if guide:
         out.append([("  guide:   ", "bold"), (guide, "underline")])
     return out
+
+
+def _consequence(f: Finding) -> Line:
+    """Where a finding stands among the ranks' failures (:mod:`aoti_trace.consequences`)."""
+    if "consequences" in f.fields:
+        return [(f"  failed first; then {_ranks(f.fields['consequences'])} as a consequence", "bold")]
+    if "consequence_of" in f.fields:
+        return [(f"  (a consequence of rank {f.fields['consequence_of']}'s failure)", "dim")]
+    return []
+
+
+def _ranks(ranges: str) -> str:
+    return f"rank {ranges}" if ranges.isdigit() else f"ranks {ranges}"
 
 
 def _fmt_s(seconds: float | None) -> str:
