@@ -19,7 +19,7 @@ from aoti_trace.frames import Frames, conform, schema
 
 if TYPE_CHECKING:
     from aoti_trace.engine.ruleset import RuleSet
-    from aoti_trace.host import HostInfo
+    from aoti_trace.run.host import HostInfo
     from aoti_trace.minify import MinifyResult
 
 
@@ -101,7 +101,7 @@ def build_frames(runs: list[RunInputs], *, this_host: bool = False) -> Frames:
 
 def _package_host(run: RunInputs, this_host: bool) -> tuple[HostInfo | None, str]:
     """The machine to compare a run's packages with: this one when asked, else the one its manifest describes."""
-    from aoti_trace import host
+    from aoti_trace.run import host
     from aoti_trace.ingest import process
 
     if this_host:

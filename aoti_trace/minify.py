@@ -8,7 +8,7 @@ the graph, compiling, loading and running each candidate in that one process, wr
 ``checkpoints/<nodes>.py`` after each step that still fails (``Writing checkpoint with N nodes to PATH``) and copies
 the last one to ``repro.py`` in its working folder. A checkpoint runs the repro (``command='run'``) when executed.
 
-:func:`minify` does this with a time limit, then runs the minimal repro under :func:`aoti_trace.capture.capture`
+:func:`minify` does this with a time limit, then runs the minimal repro under :func:`aoti_trace.run.capture.capture`
 and analyses it: the repro *reproduces* the failure when its primary finding has the same rule id and family as
 the failure it was made from (the minifier itself only checks that *some* exception is raised). Under ``<out>/``::
 
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aoti_trace.capture import capture, python_of
+from aoti_trace.run.capture import capture, python_of
 
 if TYPE_CHECKING:
     import polars as pl
@@ -274,7 +274,7 @@ def unpinned(source: str) -> str:
 
 
 def _analyze(folder: Path, rules_path) -> Analysis | None:
-    from aoti_trace.ladder import analyze_capture
+    from aoti_trace.run.ladder import analyze_capture
 
     analysis, _why = analyze_capture(folder, rules_path)
     return analysis
@@ -398,7 +398,7 @@ def minify(
     """Rerun ``cmd`` with the minifier dump on, minify within ``budget_s`` seconds, verify the repro.
 
     Returns :func:`assess` of the output folder (also written to ``<out>/minify.json``). ``timeout`` limits the
-    dump and the verify runs (not the minifier). Raises :class:`aoti_trace.capture.CaptureFailed` when the
+    dump and the verify runs (not the minifier). Raises :class:`aoti_trace.run.capture.CaptureFailed` when the
     command cannot be started at all.
     """
     say = progress or (lambda _msg: None)

@@ -1,4 +1,4 @@
-"""aoti_trace.capture: real child processes (a real AOTI compile+load, a segfault, a hang, Ctrl-C) and pure helpers."""
+"""aoti_trace.run.capture (and its command, python -m aoti_trace.capture): real child processes (a real AOTI compile+load, a segfault, a hang, Ctrl-C) and pure helpers."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from aoti_trace.capture import (
+from aoti_trace.run.capture import (
     SCHEMA,
     CaptureFailed,
     capture,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from aoti_trace.findings import Finding
-from aoti_trace.ladder import (
+from aoti_trace.run.ladder import (
     STAGES,
     is_definite,
     last_launched_kernel,

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from aoti_trace.analysis import analyze
 from aoti_trace.cli import _register, cli
-from aoti_trace.ladder import LadderResult, run_ladder
+from aoti_trace.run.ladder import LadderResult, run_ladder
 from aoti_trace.minify import (
     NOT_MINIFIABLE,
     MinifyResult,

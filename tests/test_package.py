@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from aoti_trace.errors import PackageError
-from aoti_trace.host import HostInfo, compute_capability, cpu_flags, isa_missing
+from aoti_trace.run.host import HostInfo, compute_capability, cpu_flags, isa_missing
 from aoti_trace.ingest.package import inspect_package, package_frames
 
 PKG = Path(__file__).resolve().parent.parent / "fixtures" / "packages"
@@ -248,7 +248,7 @@ def test_host_helpers():
 
 
 def test_host_info_this_machine():
-    from aoti_trace.host import host_info
+    from aoti_trace.run.host import host_info
 
     h = host_info()
     import importlib.metadata

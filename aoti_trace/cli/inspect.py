@@ -17,7 +17,7 @@ from aoti_trace.cli.options import format_option, out_option
 @out_option("write the result here instead of stdout")
 def inspect_cmd(package: str, fmt: str, out) -> None:
     """Inspect a .pt2 package: device metadata, inputs, constants, weights, custom ops, kernels."""
-    from aoti_trace import host as host_mod
+    from aoti_trace.run import host as host_mod
     from aoti_trace.ingest.package import compare_with_host, inspect_package
 
     info = inspect_package(package)  # PackageError -> one line, exit 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from aoti_trace.capture import CaptureFailed, default_out_dir, parse_env_assignments
+from aoti_trace.run.capture import CaptureFailed, default_out_dir, parse_env_assignments
 from aoti_trace.cli import cli
 from aoti_trace.cli.analyze import FORMATS
 from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset

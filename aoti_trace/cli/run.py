@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from aoti_trace.capture import CaptureFailed, capture, default_out_dir, parse_env_assignments
+from aoti_trace.run.capture import CaptureFailed, capture, default_out_dir, parse_env_assignments
 from aoti_trace.cli import cli
 from aoti_trace.cli.analyze import FORMATS, exit_code_for
 from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
@@ -73,7 +73,7 @@ def run_cmd(ctx: click.Context, ladder, out, logs, check_inputs, timeout, env, f
                    rules_paths=rules_paths, no_builtin_rules=no_builtin_rules, cmd=cmd)
         return
     rules_path = ruleset(rules_paths, no_builtin_rules)  # loaded (and checked) before the command runs
-    from aoti_trace.ladder import analyze_capture
+    from aoti_trace.run.ladder import analyze_capture
 
     out = out or default_out_dir()
     try:
@@ -110,7 +110,7 @@ def ladder_cmd(ctx: click.Context, minify, minify_budget, out, logs, check_input
       5  with --minify: DUMP_AOTI_MINIFIER=1, the AOTI minifier, the minimal repro checked (`aoti-trace minify`)
     Ends with a table and <out>/ladder.json. Same as `aoti-trace run --ladder`.
     """
-    from aoti_trace.ladder import run_ladder
+    from aoti_trace.run.ladder import run_ladder
 
     rules_path = ruleset(rules_paths, no_builtin_rules)
     out = out or default_out_dir()

@@ -18,7 +18,7 @@ API
 The ``package`` frame (columns run_id, path, lineno, model, item, key, value, entry)
 ----------------------------------------------------------------------------------
 ``model`` is the model name inside the package (``model`` for a default package), null for archive-level facts,
-and ``"<host>"`` for facts about the machine the package was compared with (:mod:`aoti_trace.host`: the one the
+and ``"<host>"`` for facts about the machine the package was compared with (:mod:`aoti_trace.run.host`: the one the
 capture ran on, from its manifest, or this machine with ``analyze --this-host``). ``item`` is what
 the fact is about inside the model (input index, constant name, kernel name, ...), null for model-level facts.
 ``lineno`` is the line in ``entry`` (the archive entry name) where the fact was read, when it comes from text.
@@ -105,7 +105,7 @@ from typing import Any
 import polars as pl
 from pydantic import BaseModel, Field
 
-from aoti_trace import host as host_mod
+from aoti_trace.run import host as host_mod
 from aoti_trace.errors import PackageError
 from aoti_trace.frames import Frames
 from aoti_trace.ingest import pt2_archive as pa

@@ -444,7 +444,7 @@ def test_12_grandchild_holding_the_pipes(tmp_path, monkeypatch):
     drain and stop waits, ~11 s, also on a loaded machine) outlives it; drain time cut to 1 s.
     No file is closed under a reader thread (no exception in a thread), every line written before the stop is
     complete, and the streams left open are in the manifest and in the damage frame (``lost_output``)."""
-    from aoti_trace import capture as cap
+    from aoti_trace.run import capture as cap
     from aoti_trace.discover import discover
     from aoti_trace.ingest.process import read_process
 

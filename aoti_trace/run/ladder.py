@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aoti_trace.capture import CaptureResult, capture
+from aoti_trace.run.capture import CaptureResult, capture
 from aoti_trace.vocabulary import CARRIER_FAMILIES
 
 if TYPE_CHECKING:
@@ -330,7 +330,7 @@ def run_ladder(
 
     ``progress``: optional callable taking one line of progress text (the CLI prints it on stderr).
     ``minify``: end with stage 5 (the AOTI minifier, at most ``minify_budget`` seconds; see the module docstring).
-    Raises :class:`aoti_trace.capture.CaptureFailed` when the command cannot be started at all.
+    Raises :class:`aoti_trace.run.capture.CaptureFailed` when the command cannot be started at all.
     """
     out = Path(out_dir)
     say = progress or (lambda _msg: None)
