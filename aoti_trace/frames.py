@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
 
 Str, I32, I64, F64, Bool = pl.String, pl.Int32, pl.Int64, pl.Float64, pl.Boolean
 
 # frame name -> (description, {column: (dtype, description)})
-SCHEMAS: dict[str, tuple[str, dict[str, tuple[pl.DataType, str]]]] = {
+SCHEMAS: dict[str, tuple[str, dict[str, tuple[PolarsDataType, str]]]] = {
     # ------------------------------------------------------------------ TORCH_TRACE
     "events": (
         "One row per TORCH_TRACE record (header line); payloads stay on disk, addressed by byte offset.",
