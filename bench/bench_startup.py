@@ -34,11 +34,13 @@ def main() -> None:
     ap.add_argument("--cold", action="store_true", help="empty the rule cache before every analyze run")
     args = ap.parse_args()
     cache = Path(tempfile.mkdtemp(prefix="aoti-bench-cache-"))
+    # this checkout's code, not an installed aoti-trace
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    exe = [sys.executable, "-m", "aoti_trace"]
     env = dict(os.environ, AOTI_TRACE_CACHE_DIR=str(cache))
-    exe = str(Path(sys.executable).with_name("aoti-trace"))
     polars = [sys.executable, "-c", "import polars"]
-    analyze = [exe, "analyze", args.case]
-    helpcmd = [exe, "--help"]
+    analyze = [*exe, "analyze", args.case]
+    helpcmd = [*exe, "--help"]
     wall(analyze, env)  # warm the OS file cache (and the rule cache unless --cold)
     load0 = os.getloadavg()[0]
     times: dict[str, list[float]] = {"import polars": [], "analyze": [], "--help": []}

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_trace import machine, run_timed  # noqa: E402
+from bench_trace import cli, machine, run_timed  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
@@ -46,14 +46,14 @@ def main() -> None:
     ap.add_argument("--sizes", default="100,1024")
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
-    exe = str(Path(sys.executable).with_name("aoti-trace"))
+    exe = cli()
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         log = build(size)
         mb = log.stat().st_size / 1e6
         for label, cmd in (
-            ("analyze --stderr", [exe, "analyze", "--stderr", str(log), "-f", "json", "-o", os.devnull]),
-            ("frames", [exe, "frames", str(log)]),
+            ("analyze --stderr", [*exe, "analyze", "--stderr", str(log), "-f", "json", "-o", os.devnull]),
+            ("frames", [*exe, "frames", str(log)]),
         ):
             for _ in range(args.repeat):
                 load = os.getloadavg()[0]
