@@ -13,6 +13,8 @@ All patterns use the Rust regex dialect and compile in Python ``re`` too (a test
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 # ---------------------------------------------------------------------------------------------- line cleanup
@@ -110,7 +112,7 @@ PATTERNS: dict[str, str] = {
         r"|^The error above occurred when calling torch\.export\.export"
     ),
     # the line that introduces a stack printed for information, not a traceback
-    "stack_print": r"(?:\bFound from :|^Stack \(most recent call last\):|^from user code:)\s*$",
+    "stack_print": r"(?:(?:^|\W)Found from :|^Stack \(most recent call last\):|^from user code:)\s*$",
     # a debugger's backtrace (gdb 'bt') through the C library's abort: the process aborted (SIGABRT)
     "gdb_abort": r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?(?:__GI_)?(?:abort|raise|__pthread_kill\w*) \(",
     # a debugger's backtrace frame
@@ -157,12 +159,12 @@ PATTERNS: dict[str, str] = {
     ),
     "compiler_diagnostic": (
         r"^(?:cc1plus|g\+\+|c\+\+|clang\+\+|collect2|/?\S+?\.(?:cpp|cc|cxx|c|h|hpp|cu|cuh)(?::\d+(?::\d+)?)?"
-        r"|\S*\bld(?:\.\w+)?): (?:fatal )?error: "
+        r"|(?:\S*[^\w\s])?ld(?:\.\w+)?): (?:fatal )?error: "
         # nvcc / ptxas / nvlink ('ptxas fatal   : ...', 'nvcc fatal   : ...', 'ptxas error   : ...')
         r"|^(?:ptxas|nvcc|nvlink|fatbinary|cicc|nvrtc)[\w-]*(?: (?:fatal|error))? *: "
         # MSVC and its linker ('x.cpp(12): error C2065: ...', 'x.obj : error LNK2019: ...', 'LINK : fatal error LNK1104')
         r"|^\S.*?\(\d+(?:,\d+)?\) ?: (?:fatal )?error C\d+: |^\S.*? : (?:fatal )?error LNK\d+: "
-        r"|\bundefined reference to `|^(?:fatal )?error: "
+        r"|(?:^|\W)undefined reference to `|^(?:fatal )?error: "
     ),
     "warning": r"^\S.*?:\d+: [A-Z]\w*Warning: |^\[WARNING\] |^Warning: |^UserWarning: ",
     # benign lines (aoti-signatures.md §1.6): context, never the diagnosis
@@ -243,14 +245,64 @@ def split_lines(text: str) -> tuple[list[str], bool]:
     return parts, complete
 
 
-def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFrame:
-    """Classify ``lines`` (already decoded, terminators removed). Keeps the ``_`` helper columns."""
-    df = pl.DataFrame({"_raw": pl.Series(lines, dtype=pl.String)})
-    if df.height == 0:
-        df = df.with_columns(pl.lit(None, dtype=pl.String).alias("_raw")).clear()
+# Per-line flags: one Boolean column ``_<name>`` each, computed on the message of every line that can match.
+FLAGS: tuple[str, ...] = (
+    "tb_head", "tb_cause", "tb_context", "tb_file", "fh_fatal", "faulthandler", "device_assert", "xpu_assert",
+    "terminate", "what", "cpp_error", "aoti_torch_exception", "cpp_frame", "compiler_diagnostic", "warning", "noise",
+    "code_tag", "printer_header", "printer_launch", "bare_exc", "stack_print",
+)
+# Patterns that the ingest matches on the message of a plain line outside ``classify`` (faults.py, the long-stream
+# filter): a line that can match one of them is never quiet (below), so those readers look only at loud lines.
+LOUD_ELSEWHERE: list[str] = []
+
+
+def _uncaptured(pattern: str) -> str:
+    """``pattern`` with its named groups made non-capturing (so that patterns can be joined into one)."""
+    return re.sub(r"\(\?P<\w+>", "(?:", pattern)
+
+
+def _widened(pattern: str) -> str:
+    """A pattern that matches wherever ``pattern`` matches, and cheaper to run: word boundaries dropped, ``\\w`` and
+    ``\\d`` (large Unicode classes) widened to ``\\S`` outside negated character classes."""
+    out: list[str] = []
+    i, negated = 0, None  # None outside a character class, else whether the class is negated
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            tok = pattern[i:i + 2]
+            i += 2
+            if tok == r"\b" and negated is None:
+                tok = ""
+            elif tok in (r"\w", r"\d") and not negated:
+                tok = r"\S"
+            out.append(tok)
+            continue
+        if negated is None and c == "[":
+            negated = pattern[i + 1:i + 2] == "^"
+        elif negated is not None and c == "]":
+            negated = None
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _loud_pattern() -> str:
+    """The pattern of a *loud* line. A line that matches none of its parts is quiet: no escape code or carriage
+    return, no leading white space, not blank, no decoration, no log header, nothing IPython's form rewrites and no
+    flag set (:data:`FLAGS`, :data:`LOUD_ELSEWHERE`). The per-line columns of a quiet line are therefore known
+    without matching anything: its text is the line, it has no prefix, level, source or rank, and every flag is
+    false. The block states (code, printer, traceback, exception message) are computed over all lines alike."""
+    parts = [r"\x1b", r"\r", r"^\s", r"^$", "^(?:" + "|".join(f"(?:{p})" for p in DECORATIONS.values()) + ")",
+             *LOG_HEADERS, *(p for p, _ in IPYTHON), *(PATTERNS[n] for n in FLAGS), *LOUD_ELSEWHERE]
+    return "|".join(f"(?:{_widened(_uncaptured(p))})" for p in parts)
+
+
+def _per_line(df: pl.DataFrame, dedent: bool) -> pl.DataFrame:
+    """Steps 1-2 and the per-line flags for the rows of ``df`` (``_i``, ``_raw``); each row on its own, except the
+    indent shared by every non-blank line, which is removed only when ``dedent`` (``df`` holds every line)."""
     # 1. clean: CR at line end (CRLF), colour codes, decorations (timestamps, CI, rank, logging prefixes),
     # carriage-return overwrites
-    df = df.with_row_index("_i").with_columns(
+    df = df.with_columns(
         pl.col("_raw").str.replace(r"\r$", "").str.replace_all(ANSI, "").alias("_t"),
     )
     df = df.with_columns(pl.col("_t").str.extract(DECORATION, 0).alias("_deco"))
@@ -270,10 +322,11 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
     )
     # Logs copied from CI pages or issue threads are often indented as a whole: remove an indent shared by every
     # non-blank line (a real stderr always has column-0 lines, e.g. 'Traceback' or a glog header).
-    lead = pl.col("text").str.len_chars() - pl.col("text").str.strip_chars_start(" ").str.len_chars()
-    common = df.select(lead.filter(pl.col("text").str.strip_chars() != "").min()).item()
-    if common:
-        df = df.with_columns(pl.col("text").str.slice(common))
+    if dedent:
+        lead = pl.col("text").str.len_chars() - pl.col("text").str.strip_chars_start(" ").str.len_chars()
+        common = df.select(lead.filter(pl.col("text").str.strip_chars() != "").min()).item()
+        if common:
+            df = df.with_columns(pl.col("text").str.slice(common))
     # 2. glog header -> level, src; the rest is the message. IPython tracebacks are rewritten to the standard form.
     parsed = [pl.col("text").str.extract_groups(h) for h in LOG_HEADERS]
     header = pl.coalesce([pl.col("text").str.extract(h, 0) for h in LOG_HEADERS])
@@ -293,57 +346,105 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
         pl.when(pl.col("prefix") == "").then(None).otherwise(pl.col("prefix")).alias("prefix"),
         pl.col("_msg").alias("text"),
     )
-    df = df.with_columns(
+    return df.with_columns(
         pl.col("level").is_not_null().alias("_glog"),
-        *[_has(n).alias("_" + n) for n in (
-            "tb_head", "tb_cause", "tb_context", "tb_file", "fh_fatal", "faulthandler", "device_assert",
-            "xpu_assert", "terminate", "what", "cpp_error", "aoti_torch_exception", "cpp_frame",
-            "compiler_diagnostic", "warning", "noise", "code_tag", "printer_header", "printer_launch",
-            "printer_content", "exc_line", "bare_exc")],
+        *[_has(n).alias("_" + n) for n in FLAGS],
         (pl.col("_msg").str.contains(r"^\s") | (pl.col("_msg").str.len_bytes() == 0)).alias("_ws"),
         (pl.col("_msg").str.len_bytes() == 0).alias("_blank"),
-    )
-    rk = "_rk"
+    ).with_columns((pl.col("_code_tag") & pl.col("_msg").str.contains(r"code:\s*$")).alias("_code_header"))
+
+
+def _quiet(df: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+    """The per-line columns of quiet rows (``_i``, ``_raw``), in ``schema`` (see :func:`_loud_pattern`)."""
+    line = {"_raw", "_t", "_rest", "text", "_msg"}
+    return df.select([
+        pl.col("_i") if name == "_i" else pl.col("_raw").alias(name) if name in line
+        else pl.lit(-1, dtype=dtype).alias(name) if name == "_rk"
+        else pl.lit(False).alias(name) if dtype == pl.Boolean
+        else pl.lit(None, dtype=dtype).alias(name)
+        for name, dtype in schema.items()
+    ])
+
+
+def _contains_where(df: pl.DataFrame, where: pl.Expr, pattern: str) -> pl.Series:
+    """``_msg`` matches ``pattern``, evaluated only on the rows where ``where`` holds (false elsewhere)."""
+    idx = df.select(where.fill_null(False).arg_true()).to_series()
+    out = pl.Series("", [False], dtype=pl.Boolean).extend_constant(False, df.height - 1) if df.height \
+        else pl.Series("", [], dtype=pl.Boolean)
+    if idx.len():
+        out = out.scatter(idx, df.get_column("_msg").gather(idx).str.contains(pattern))
+    return out
+
+
+def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFrame:
+    """Classify ``lines`` (already decoded, terminators removed). Keeps the ``_`` helper columns.
+
+    Only loud lines (:func:`_loud_pattern`, one match per line) go through the per-line cleanup and matching; the
+    quiet ones, the bulk of an ordinary log, get their known columns directly."""
+    df = pl.DataFrame({"_raw": pl.Series(lines, dtype=pl.String)})
+    if df.height == 0:
+        df = df.with_columns(pl.lit(None, dtype=pl.String).alias("_raw")).clear()
+    df = df.with_row_index("_i")
+    loud = df.get_column("_raw").str.contains(LOUD)
+    if loud.all():
+        df = _per_line(df, dedent=True)
+    else:
+        # a quiet line is not indented, so no indent is shared by every line
+        part = _per_line(df.filter(loud), dedent=False)
+        df = part.merge_sorted(_quiet(df.filter(~loud), part.schema), key="_i")
+        del part
+    df = df.with_columns(loud.alias("_loud"))
+    # states are partitioned by rank only where the lines carry more than one (the same result, without a group-by)
+    multi = df.get_column("_rk").n_unique() > 1
+
+    def per_rank(e: pl.Expr) -> pl.Expr:
+        return e.over("_rk") if multi else e
+
     # 3. generated code echoed by TORCH_LOGS: in 2.13 every line of the record carries the glog header and the
     # artifact tag. Releases that prefixed only a record's first line print a tagged header ('Output code: ')
     # followed by bare code lines, which continue the block up to the next glog or structural line.
     hard = (pl.col("_tb_head") | pl.col("_fh_fatal") | pl.col("_terminate") | pl.col("_device_assert")
             | pl.col("_cpp_error") | pl.col("_warning") | pl.col("_noise"))
-    header = pl.col("_code_tag") & pl.col("_msg").str.contains(r"code:\s*$")
-    bare_code = (
-        pl.when(pl.col("_glog")).then(header).when(hard).then(False).otherwise(None)
-        .forward_fill().over(rk).fill_null(False)
-    )
+    bare_code = per_rank(
+        pl.when(pl.col("_glog")).then(pl.col("_code_header")).when(hard).then(False).otherwise(None).forward_fill()
+    ).fill_null(False)
     code_state = (pl.col("_glog") & pl.col("_code_tag")) | (~pl.col("_glog") & bare_code)
     # 4. intermediate value printer blocks: a header opens a block, 'Requires grad' or a foreign line ends it
-    prev_end = pl.col("_msg").shift(1).str.starts_with("Requires grad: ").over(rk).fill_null(False)
-    printer_state = (
-        pl.when(pl.col("_printer_header")).then(True)
-        .when(prev_end | ~pl.col("_printer_content") | pl.col("_glog")).then(False).otherwise(None)
-        .forward_fill().over(rk).fill_null(False)
-    )
+    # (a line's content matters only once a block was opened: matched from the first header on)
+    first_header = df.select(pl.col("_printer_header").arg_true().first()).item()
+    if first_header is None:
+        printer_state = pl.lit(False)
+    else:
+        df = df.with_columns(
+            _contains_where(df, pl.col("_i") >= first_header, PATTERNS["printer_content"]).alias("_content"))
+        prev_end = per_rank(pl.col("_msg").shift(1).str.starts_with("Requires grad: ")).fill_null(False)
+        printer_state = per_rank(
+            pl.when(pl.col("_printer_header")).then(True)
+            .when(prev_end | ~pl.col("_content") | pl.col("_glog")).then(False).otherwise(None).forward_fill()
+        ).fill_null(False)
     # 5. tracebacks: a segment is a non-indented line plus the indented lines after it
-    seg_tb = (
-        pl.when(~pl.col("_ws")).then(pl.col("_tb_head")).otherwise(None).forward_fill().over(rk).fill_null(False)
-    )
+    seg_tb = per_rank(
+        pl.when(~pl.col("_ws")).then(pl.col("_tb_head")).otherwise(None).forward_fill()
+    ).fill_null(False)
     # a stack printed for information ('skipping cudagraphs ... Found from :', logging's 'Stack (most recent call
     # last):', Dynamo's 'from user code:') lists frames without a traceback: it lasts up to the next line that is
     # not indented
-    stack_print = (
-        pl.when(pl.col("_msg").str.contains(PATTERNS["stack_print"])).then(True)
-        .when(~pl.col("_ws")).then(False).otherwise(None).forward_fill().over(rk).fill_null(False)
-    )
+    stack_print = per_rank(
+        pl.when(pl.col("_stack_print")).then(True).when(~pl.col("_ws")).then(False).otherwise(None).forward_fill()
+    ).fill_null(False)
     df = df.with_columns(
         code_state.alias("_code"), printer_state.alias("_pblock"),
         # a pasted fragment may start inside a traceback: its frame lines and the source line under each still count
         (seg_tb | (pl.col("_tb_file") & ~pl.col("_glog") & ~stack_print)
-         | (pl.col("_msg").str.starts_with("    ") & pl.col("_tb_file").shift(1).over(rk).fill_null(False)
+         | (pl.col("_msg").str.starts_with("    ") & per_rank(pl.col("_tb_file").shift(1)).fill_null(False)
             & ~code_state & ~pl.col("_glog") & ~stack_print))
         .alias("_in_tb"),
     )
-    prev_in_tb = pl.col("_in_tb").shift(1).over(rk).fill_null(False)
+    prev_in_tb = per_rank(pl.col("_in_tb").shift(1)).fill_null(False)
+    # an exception line ends a traceback: matched only on the lines right after one
+    df = df.with_columns(_contains_where(df, prev_in_tb, PATTERNS["exc_line"]).alias("_exc_after_tb"))
     exc_line = (
-        ((pl.col("_exc_line") & prev_in_tb) | (pl.col("_bare_exc") & ~pl.col("_ws")))
+        (pl.col("_exc_after_tb") | (pl.col("_bare_exc") & ~pl.col("_ws")))
         & ~pl.col("_in_tb") & ~pl.col("_code") & ~pl.col("_tb_cause") & ~pl.col("_tb_context")
     )
     df = df.with_columns(exc_line.alias("_exc"))
@@ -353,14 +454,14 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
         | pl.col("_device_assert") | pl.col("_terminate") | pl.col("_cpp_error") | pl.col("_warning")
         | pl.col("_code") | pl.col("_printer_header") | pl.col("_printer_launch")
     )
-    owner = (
+    owner = per_rank(
         pl.when(pl.col("_exc")).then(pl.col("_i").cast(pl.Int64)).when(breaker).then(-1).otherwise(None)
-        .forward_fill().over(rk).fill_null(-1)
-    )
+        .forward_fill()
+    ).fill_null(-1)
     df = df.with_columns(owner.alias("_exc_owner"))
     # 7. Python warnings: the source line printed under a warning belongs to it
-    prev_warn = pl.col("_warning").shift(1).over(rk).fill_null(False)
-    prev_noise = pl.col("_noise").shift(1).over(rk).fill_null(False)
+    prev_warn = per_rank(pl.col("_warning").shift(1)).fill_null(False)
+    prev_noise = per_rank(pl.col("_noise").shift(1)).fill_null(False)
     warn_src = prev_warn & pl.col("_ws") & ~pl.col("_in_tb")
     # 8. kind, most specific first
     c = pl.col
@@ -394,6 +495,9 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
         pl.lit(path, dtype=pl.String).alias("path"),
         (pl.col("_i").cast(pl.Int64) + 1).alias("lineno"),
     )
+
+
+LOUD = _loud_pattern()
 
 
 def public(df: pl.DataFrame) -> pl.DataFrame:
