@@ -9,11 +9,12 @@ Two compositions, both built only from real captured lines of this repository's 
   (``fixtures/cases/*/stderr.txt``, sorted by case name, a newline added where a file does not end with one)
   repeated byte for byte: a traceback-dense log (56 failures every 450 KB), the worst case.
 * ``training`` (``training_<N>MB.txt``): a long run that is mostly ordinary output with a few failures. The
-  ordinary part cycles through the "ordinary" lines of every captured stderr/stdout under ``fixtures/`` (cases,
-  public logs, minify, ...; at most 300 per file, in file order): lines that are not blank, not indented and match
-  none of the reader's error-looking words (``text_stream.ERROR_LOOKING``) nor ``warn``, ``File "``, ``frame #``,
-  ``#<n>``, ``Assertion`` or an escape character. Every :data:`FAILURE_EVERY` bytes, and at the end, one whole
-  real failing capture is inserted (the next ``fixtures/cases/*/stderr.txt`` in name order): ~20 failures per GB.
+  ordinary part cycles through the ordinary lines of every captured stderr/stdout under ``fixtures/`` (cases,
+  public logs, minify, ...; at most 300 per file, in file order): the lines that aoti-trace's classifier (this
+  checkout's, when the file is built) calls ``plain`` or ``torch_log`` below level W, that are not blank and do
+  not look like an error (``text_stream.ERROR_LOOKING``): glog INFO lines of torch, pip and launcher output,
+  progress lines, CSV rows. Every :data:`FAILURE_EVERY` bytes, and at the end, one whole real failing capture is
+  inserted (the next ``fixtures/cases/*/stderr.txt`` in name order that holds an error): ~20 failures per GB.
 
 Each command runs in its own child process; wall time, user + system CPU and peak RSS (``os.wait4``) of that child
 and the 1-minute load average before it are printed as a markdown table.
@@ -65,15 +66,21 @@ def _captures() -> list[Path]:
 def build_training(size_mb: int) -> Path:
     import re
 
+    import polars as pl
+
+    from aoti_trace.ingest.lines import classify
     from aoti_trace.ingest.text_stream import ERROR_LOOKING
 
     out = DATA / f"training_{size_mb}MB.txt"
     if out.exists() and out.stat().st_size >= size_mb << 20:
         return out
-    not_ordinary = re.compile(ERROR_LOOKING + r"|warn|^\s|^$|File \"|frame #|^#\d|Assertion|\x1b", re.I)
     pool = []
     for path in _captures():
-        kept = [ln for ln in path.read_text(errors="replace").splitlines() if not not_ordinary.search(ln)]
+        lines = path.read_text(errors="replace").splitlines()
+        kinds = classify(lines, "stderr", "", "").select(
+            (pl.col("kind").is_in(("plain", "torch_log")) & ~pl.col("level").is_in(("W", "E", "F", "C")).fill_null(False)
+             & ~pl.col("text").str.contains(ERROR_LOOKING) & (pl.col("text").str.strip_chars() != "")).alias("ok"))
+        kept = [ln for ln, ok in zip(lines, kinds.get_column("ok")) if ok]
         pool.extend(kept[:ORDINARY_PER_FILE])
     ordinary = ("\n".join(pool) + "\n").encode()
     failures = []

@@ -56,10 +56,11 @@ def _signal(what: str) -> str | None:
 def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
     """One row per faulthandler dump and per terminate/what() pair; ``df`` is the output of ``classify()``."""
     shell = (pl.col("kind") == "plain") & pl.col("_msg").str.contains(SHELL_SIGNAL)
-    sel = df.filter(pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | shell
-                    | pl.col("_msg").str.contains(LIBCXX_TERMINATE) | pl.col("_msg").str.contains(ANDROID_SIGNAL)).select(
-        "_rk", "_i", "lineno", "_msg", "kind", "run_id", "path"
-    )
+    # only loud lines can match (lines.LOUD_ELSEWHERE): the patterns run on those alone
+    sel = df.select("_rk", "_i", "lineno", "_msg", "kind", "run_id", "path", "_what", "_loud").filter("_loud").filter(
+        pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | shell
+        | pl.col("_msg").str.contains(LIBCXX_TERMINATE) | pl.col("_msg").str.contains(ANDROID_SIGNAL)
+    ).drop("_what", "_loud")
     if sel.height == 0:
         return empty("faults")
     text = pl.col("_msg")

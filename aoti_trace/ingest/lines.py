@@ -13,9 +13,12 @@ All patterns use the Rust regex dialect and compile in Python ``re`` too (a test
 
 from __future__ import annotations
 
+import functools
 import re
 
 import polars as pl
+
+from aoti_trace.ingest.faults import ANDROID_SIGNAL, LIBCXX_TERMINATE, SHELL_SIGNAL
 
 # ---------------------------------------------------------------------------------------------- line cleanup
 ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
@@ -251,9 +254,9 @@ FLAGS: tuple[str, ...] = (
     "terminate", "what", "cpp_error", "aoti_torch_exception", "cpp_frame", "compiler_diagnostic", "warning", "noise",
     "code_tag", "printer_header", "printer_launch", "bare_exc", "stack_print",
 )
-# Patterns that the ingest matches on the message of a plain line outside ``classify`` (faults.py, the long-stream
-# filter): a line that can match one of them is never quiet (below), so those readers look only at loud lines.
-LOUD_ELSEWHERE: list[str] = []
+# Patterns that faults.py matches on the message of any line: a line that can match one of them is never quiet
+# (below), so that reader looks only at loud lines.
+LOUD_ELSEWHERE: tuple[str, ...] = (SHELL_SIGNAL, LIBCXX_TERMINATE, ANDROID_SIGNAL)
 
 
 def _uncaptured(pattern: str) -> str:
@@ -286,22 +289,55 @@ def _widened(pattern: str) -> str:
     return "".join(out)
 
 
+@functools.cache
+def _guard(step: str) -> str:
+    """The widened pattern of the lines that ``step`` can change (built once per process)."""
+    deco = "^(?:" + "|".join(f"(?:{p})" for p in DECORATIONS.values()) + ")"
+    return {
+        "cleanup": lambda: _union([r"\x1b", r"\r", deco]),
+        "headers": lambda: _union(LOG_HEADERS),
+        "ipython": lambda: _union(p for p, _ in IPYTHON),
+        "flags": lambda: _union(PATTERNS[n] for n in FLAGS),
+        "loud": _loud_pattern,
+    }[step]()
+
+
 def _loud_pattern() -> str:
     """The pattern of a *loud* line. A line that matches none of its parts is quiet: no escape code or carriage
     return, no leading white space, not blank, no decoration, no log header, nothing IPython's form rewrites and no
     flag set (:data:`FLAGS`, :data:`LOUD_ELSEWHERE`). The per-line columns of a quiet line are therefore known
     without matching anything: its text is the line, it has no prefix, level, source or rank, and every flag is
     false. The block states (code, printer, traceback, exception message) are computed over all lines alike."""
-    parts = [r"\x1b", r"\r", r"^\s", r"^$", "^(?:" + "|".join(f"(?:{p})" for p in DECORATIONS.values()) + ")",
-             *LOG_HEADERS, *(p for p, _ in IPYTHON), *(PATTERNS[n] for n in FLAGS), *LOUD_ELSEWHERE]
-    return "|".join(f"(?:{_widened(_uncaptured(p))})" for p in parts)
+    return "|".join([r"^\s", r"^$", _guard("cleanup"), _guard("headers"), _guard("ipython"), _guard("flags"),
+                     _union(LOUD_ELSEWHERE)])
 
 
-def _per_line(df: pl.DataFrame, dedent: bool) -> pl.DataFrame:
-    """Steps 1-2 and the per-line flags for the rows of ``df`` (``_i``, ``_raw``); each row on its own, except the
-    indent shared by every non-blank line, which is removed only when ``dedent`` (``df`` holds every line)."""
-    # 1. clean: CR at line end (CRLF), colour codes, decorations (timestamps, CI, rank, logging prefixes),
-    # carriage-return overwrites
+def _union(patterns) -> str:
+    """One widened pattern that matches wherever any of ``patterns`` does."""
+    return "|".join(f"(?:{_widened(_uncaptured(p))})" for p in patterns)
+
+
+def _sparse(df: pl.DataFrame, guard: str, column: str, step, defaults: dict[str, pl.Expr]) -> pl.DataFrame:
+    """``step(rows)`` applied only to the rows whose ``column`` matches ``guard`` (a pattern that matches wherever
+    the step can change anything); the other rows get ``defaults``. The rows come back in any order."""
+    hit = df.get_column(column).str.contains(guard)
+    if hit.all():
+        return step(df)
+    rest = df.filter(~hit).with_columns(**defaults)
+    if not hit.any():
+        return rest
+    done = step(df.filter(hit))
+    return pl.concat([done, rest.select(done.columns)])
+
+
+# a line's log header, any of LOG_HEADERS (the first that matches, as separate matches would pick): one match
+HEADER = "^(?P<header>" + "|".join(
+    f"(?:{re.sub(r'[(][?]P<(level|src)>', lambda m, k=k: f'(?P<{m[1]}{k}>', h.removeprefix('^'))})"
+    for k, h in enumerate(LOG_HEADERS)) + ")"
+
+
+def _cleanup(df: pl.DataFrame) -> pl.DataFrame:
+    """Step 1 on rows that may have a CR, a colour code or a decoration."""
     df = df.with_columns(
         pl.col("_raw").str.replace(r"\r$", "").str.replace_all(ANSI, "").alias("_t"),
     )
@@ -315,11 +351,48 @@ def _per_line(df: pl.DataFrame, dedent: bool) -> pl.DataFrame:
     # leading spaces after a rank prefix means a separator was added.
     rest = pl.col("_rest")
     odd = (rest.str.len_chars() - rest.str.strip_chars_start(" ").str.len_chars()) % 2 == 1
-    df = df.with_columns(
+    return df.with_columns(
         pl.when(pl.col("_deco").str.ends_with("]:") & odd).then(rest.str.slice(1)).otherwise(rest)
         .str.replace(r"^.*\r", "")
         .alias("text")
     )
+
+
+def _headers(df: pl.DataFrame) -> pl.DataFrame:
+    """Step 2a on rows that may start with a log header: its text, level and source."""
+    parsed = pl.col("text").str.extract_groups(HEADER)
+    return df.with_columns(
+        parsed.struct.field("header").alias("_header"),
+        pl.coalesce([parsed.struct.field(f"level{k}") for k in range(len(LOG_HEADERS))]).alias("level"),
+        pl.coalesce([parsed.struct.field(f"src{k}") for k in range(len(LOG_HEADERS))]).alias("src"),
+    )
+
+
+def _ipython(df: pl.DataFrame) -> pl.DataFrame:
+    """Step 2b on rows that IPython's form may rewrite."""
+    msg = pl.col("_msg")
+    # the type IPython's traceback header names is kept: a pasted notebook traceback is often cut before its last line
+    df = df.with_columns(msg.str.extract(IPYTHON_TB_HEAD, 1).alias("_tb_type"))
+    for pattern, repl in IPYTHON:
+        msg = msg.str.replace(pattern, repl)
+    return df.with_columns(msg.alias("_msg"))
+
+
+def _flags(df: pl.DataFrame) -> pl.DataFrame:
+    """The per-line flags, on rows whose message may set one."""
+    return df.with_columns(*[_has(n).alias("_" + n) for n in FLAGS]).with_columns(
+        (pl.col("_code_tag") & pl.col("_msg").str.contains(r"code:\s*$")).alias("_code_header"))
+
+
+def _per_line(df: pl.DataFrame, dedent: bool) -> pl.DataFrame:
+    """Steps 1-2 and the per-line flags for the rows of ``df`` (``_i``, ``_raw``); each row on its own, except the
+    indent shared by every non-blank line, which is removed only when ``dedent`` (``df`` holds every line). Each
+    step runs only on the rows it can change (:func:`_sparse`); the rows come back in any order."""
+    # 1. clean: CR at line end (CRLF), colour codes, decorations (timestamps, CI, rank, logging prefixes),
+    # carriage-return overwrites
+    df = _sparse(df, _guard("cleanup"), "_raw", _cleanup, {"_t": pl.col("_raw"), "_deco": pl.lit(None, dtype=pl.String),
+                                    "rank": pl.lit(None, dtype=pl.Int32), "_rest": pl.col("_raw"),
+                                    "text": pl.col("_raw")})
     # Logs copied from CI pages or issue threads are often indented as a whole: remove an indent shared by every
     # non-blank line (a real stderr always has column-0 lines, e.g. 'Traceback' or a glog header).
     if dedent:
@@ -328,30 +401,24 @@ def _per_line(df: pl.DataFrame, dedent: bool) -> pl.DataFrame:
         if common:
             df = df.with_columns(pl.col("text").str.slice(common))
     # 2. glog header -> level, src; the rest is the message. IPython tracebacks are rewritten to the standard form.
-    parsed = [pl.col("text").str.extract_groups(h) for h in LOG_HEADERS]
-    header = pl.coalesce([pl.col("text").str.extract(h, 0) for h in LOG_HEADERS])
-    msg = pl.col("text").str.slice(header.str.len_chars().fill_null(0))
-    # the type IPython's traceback header names is kept: a pasted notebook traceback is often cut before its last line
-    df = df.with_columns(msg.str.extract(IPYTHON_TB_HEAD, 1).alias("_tb_type"))
-    for pattern, repl in IPYTHON:
-        msg = msg.str.replace(pattern, repl)
+    df = _sparse(df, _guard("headers"), "text", _headers,
+                 {"_header": pl.lit(None, dtype=pl.String), "level": pl.lit(None, dtype=pl.String),
+                  "src": pl.lit(None, dtype=pl.String)})
+    df = df.with_columns(pl.col("text").str.slice(pl.col("_header").str.len_chars().fill_null(0)).alias("_msg"))
+    df = _sparse(df, _guard("ipython"), "_msg", _ipython, {"_tb_type": pl.lit(None, dtype=pl.String)})
     df = df.with_columns(
-        pl.coalesce([g.struct.field("level") for g in parsed]).alias("level"),
-        pl.coalesce([g.struct.field("src") for g in parsed]).alias("src"),
-        pl.concat_str([pl.col("_deco").fill_null(""), header.fill_null("")]).alias("prefix"),
-        msg.alias("_msg"),
+        pl.concat_str([pl.col("_deco").fill_null(""), pl.col("_header").fill_null("")]).alias("prefix"),
         pl.col("rank").fill_null(-1).alias("_rk"),
     )
     df = df.with_columns(
         pl.when(pl.col("prefix") == "").then(None).otherwise(pl.col("prefix")).alias("prefix"),
         pl.col("_msg").alias("text"),
-    )
-    return df.with_columns(
         pl.col("level").is_not_null().alias("_glog"),
-        *[_has(n).alias("_" + n) for n in FLAGS],
         (pl.col("_msg").str.contains(r"^\s") | (pl.col("_msg").str.len_bytes() == 0)).alias("_ws"),
         (pl.col("_msg").str.len_bytes() == 0).alias("_blank"),
-    ).with_columns((pl.col("_code_tag") & pl.col("_msg").str.contains(r"code:\s*$")).alias("_code_header"))
+    )
+    return _sparse(df, _guard("flags"), "_msg", _flags,
+                   {**{"_" + n: pl.lit(False) for n in FLAGS}, "_code_header": pl.lit(False)})
 
 
 def _quiet(df: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
@@ -385,13 +452,13 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
     if df.height == 0:
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias("_raw")).clear()
     df = df.with_row_index("_i")
-    loud = df.get_column("_raw").str.contains(LOUD)
+    loud = df.get_column("_raw").str.contains(_guard("loud"))
     if loud.all():
-        df = _per_line(df, dedent=True)
+        df = _per_line(df, dedent=True).sort("_i")
     else:
         # a quiet line is not indented, so no indent is shared by every line
         part = _per_line(df.filter(loud), dedent=False)
-        df = part.merge_sorted(_quiet(df.filter(~loud), part.schema), key="_i")
+        df = pl.concat([part, _quiet(df.filter(~loud), part.schema)]).sort("_i")
         del part
     df = df.with_columns(loud.alias("_loud"))
     # states are partitioned by rank only where the lines carry more than one (the same result, without a group-by)
@@ -495,9 +562,6 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
         pl.lit(path, dtype=pl.String).alias("path"),
         (pl.col("_i").cast(pl.Int64) + 1).alias("lineno"),
     )
-
-
-LOUD = _loud_pattern()
 
 
 def public(df: pl.DataFrame) -> pl.DataFrame:

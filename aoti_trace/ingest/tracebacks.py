@@ -11,6 +11,7 @@ the middle, a crash while printing) still gives a row, with ``complete`` false a
 
 from __future__ import annotations
 
+import functools
 import re
 
 import polars as pl
@@ -27,7 +28,13 @@ Frame = tuple[str, int, str, "str | None"]  # file, line, function, source text 
 
 
 def innermost(frames: list[Frame]) -> dict:
-    """User and torch fields, and the phase, from frames listed outermost first."""
+    """User and torch fields, and the phase, from frames listed outermost first (a new dict)."""
+    return dict(_innermost(tuple(frames)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _innermost(frames: tuple[Frame, ...]) -> dict:
+    """:func:`innermost`, once per distinct stack (a long log repeats the same tracebacks); never mutated."""
     out: dict = {}
     if frames and frames[-1][3]:
         out["raise_code"] = frames[-1][3].strip()
