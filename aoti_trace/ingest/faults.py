@@ -56,11 +56,13 @@ def _signal(what: str) -> str | None:
 def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
     """One row per faulthandler dump and per terminate/what() pair; ``df`` is the output of ``classify()``."""
     shell = (pl.col("kind") == "plain") & pl.col("_msg").str.contains(SHELL_SIGNAL)
-    # only loud lines can match (lines.LOUD_ELSEWHERE): the patterns run on those alone
-    sel = df.select("_rk", "_i", "lineno", "_msg", "kind", "run_id", "path", "_what", "_loud").filter("_loud").filter(
+    # the three patterns are matched only on lines classify() marked as possibly matching (lines.LOUD_ELSEWHERE)
+    sel = df.select("_rk", "_i", "lineno", "_msg", "kind", "run_id", "path", "_what", "_elsewhere").filter(
+        pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | pl.col("_elsewhere")
+    ).filter(
         pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | shell
         | pl.col("_msg").str.contains(LIBCXX_TERMINATE) | pl.col("_msg").str.contains(ANDROID_SIGNAL)
-    ).drop("_what", "_loud")
+    ).drop("_what", "_elsewhere")
     if sel.height == 0:
         return empty("faults")
     text = pl.col("_msg")

@@ -68,10 +68,11 @@ def _prepared(df: pl.DataFrame) -> pl.DataFrame:
     3.11 marker line) in ``_code``, and the message lines after each exception line gathered in ``_more``.
     Code and message lines themselves are not walked."""
     c = pl.col
-    sel = df.filter(
-        c("_tb_head") | c("_tb_cause") | c("_tb_context") | c("_in_tb") | c("_exc") | (c("_exc_owner") >= 0)
-    ).select("_rk", "_i", "lineno", "_msg", "_tb_head", "_tb_cause", "_tb_context", "_tb_file", "_in_tb", "_exc",
-             "_exc_owner", "_fr_file", "_fr_line", "_fr_func", "level", "_tb_type")
+    sel = df.select("_rk", "_i", "lineno", "_msg", "_tb_head", "_tb_cause", "_tb_context", "_tb_file", "_in_tb",
+                    "_exc", "_exc_owner", "_fr_file", "_fr_line", "_fr_func", "level", "_tb_type").filter(
+        c("_tb_head") | c("_tb_cause") | c("_tb_context") | c("_in_tb") | c("_exc") | (c("_exc_owner") >= 0))
+    if sel.height == 0:
+        return sel
     multi = sel.get_column("_rk").n_unique() > 1
 
     def per_rank(e: pl.Expr) -> pl.Expr:
