@@ -14,9 +14,8 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aoti_trace.engine.schema import NAME_RE, Rule, check_regex
@@ -25,7 +24,9 @@ from aoti_trace.errors import RuleError
 FRAGMENT_RE = re.compile(r"%\{([A-Z][A-Z0-9_]*)\}")
 SPECIAL_FILES = ("fragments.yaml", "ignore.yaml")
 RULES_ENV = "AOTI_TRACE_RULES"  # extra rule folders, os.pathsep-separated, added to the built-in library
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it (~20x faster)
+
+if TYPE_CHECKING:
+    import yaml  # imported where a rule file is parsed: a cached rule set needs no YAML (start-up)
 
 
 def default_rules_dir() -> Path:
@@ -82,7 +83,9 @@ def _parse(path: Path) -> tuple[Any, yaml.Node | None]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"{path}:1:1: cannot read rule file: {exc}") from None
-    loader = _LOADER(text)
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # libyaml when PyYAML has it (~20x faster)
     try:
         node = loader.get_single_node()  # one parse: the nodes keep positions, the data is built from them
         data = loader.construct_document(node) if node is not None else None
@@ -98,6 +101,8 @@ def _parse(path: Path) -> tuple[Any, yaml.Node | None]:
 
 
 def _child(node: yaml.Node | None, part: Any, key_node: bool = False) -> yaml.Node | None:
+    import yaml
+
     if isinstance(node, yaml.MappingNode) and isinstance(part, str):
         for k, v in node.value:
             if k.value == part:
@@ -134,6 +139,8 @@ def _schema_error(path: Path, root: yaml.Node | None, exc: ValidationError) -> R
     msg = str(err["msg"]).removeprefix("Value error, ")
     extra = err["type"] == "extra_forbidden"
     node = _locate(root, loc, extra_key=extra)
+    import yaml
+
     if err["type"] == "value_error" and isinstance(node, yaml.MappingNode):
         words = re.findall(r"[a-z_]+", msg)
         topic = next((w for w in words[:3] if w in _TOPIC_KEYS), None)
