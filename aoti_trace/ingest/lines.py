@@ -312,6 +312,11 @@ def _loud_pattern() -> str:
     return "|".join([r"^\s", r"^$", _guard("cleanup"), _guard("headers"), _guard("ipython"), _guard("flags")])
 
 
+# Below this many rows every step runs on every row: splitting a few hundred lines by guard patterns costs more
+# Polars operations than it saves (the same result: a guard only skips rows a step would not change).
+SPARSE_MIN_ROWS = 2048
+
+
 def _union(patterns) -> str:
     """One widened pattern that matches wherever any of ``patterns`` does."""
     return "|".join(f"(?:{_widened(_uncaptured(p))})" for p in patterns)
@@ -320,6 +325,8 @@ def _union(patterns) -> str:
 def _sparse(df: pl.DataFrame, guard: str, column: str, step, defaults: dict[str, pl.Expr]) -> pl.DataFrame:
     """``step(rows)`` applied only to the rows whose ``column`` matches ``guard`` (a pattern that matches wherever
     the step can change anything); the other rows get ``defaults``. The rows come back in any order."""
+    if df.height < SPARSE_MIN_ROWS:
+        return step(df)
     hit = df.get_column(column).str.contains(guard)
     if hit.all():
         return step(df)
@@ -480,8 +487,8 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
     if df.height == 0:
         df = df.with_columns(pl.lit(None, dtype=pl.String).alias("_raw")).clear()
     df = df.with_row_index("_i")
-    loud = df.get_column("_raw").str.contains(_guard("loud"))
-    if loud.all():
+    loud = df.get_column("_raw").str.contains(_guard("loud")) if df.height >= SPARSE_MIN_ROWS else None
+    if loud is None or loud.all():
         df = _per_line(df, dedent=True).sort("_i")
     else:
         # a quiet line is not indented, so no indent is shared by every line
