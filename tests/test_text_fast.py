@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from aoti_trace.engine.compile import required_literal
+from aoti_trace.engine.literal import required_literal
 from aoti_trace.ingest import lines as L
 from aoti_trace.ingest.tracebacks import exceptions_frame
 

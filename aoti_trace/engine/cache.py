@@ -63,7 +63,7 @@ def _versions() -> bytes:
     import pydantic
 
     import aoti_trace
-    from aoti_trace.engine import loader, schema
+    from aoti_trace.engine import literal, loader, schema
 
     parts = [FORMAT, aoti_trace.__version__.encode(), sys.version.encode()]
     for name, module in (("polars", polars), ("pydantic", pydantic)):  # already imported
@@ -72,7 +72,7 @@ def _versions() -> bytes:
     # for it
     spec = importlib.util.find_spec("yaml")
     parts.append(b"pyyaml=" + (Path(spec.origin).read_bytes() if spec and spec.origin else b"?"))
-    for module in (schema, loader):  # what a cached RuleSet is made of: a source edit invalidates the entry
+    for module in (schema, loader, literal):  # what a cached RuleSet is made of: a source edit invalidates it
         parts.append(Path(module.__file__).read_bytes())  # type: ignore[arg-type]
     return b"\0".join(parts)
 

@@ -9,13 +9,13 @@ Only for the rules that hit are the anchor rows looked up again, with ``extract_
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
+from aoti_trace.engine.literal import required_literal
 from aoti_trace.engine.schema import SKIPPED_LINE_KINDS, All, AnyOf, Leaf, Not, Rule, leaves
 from aoti_trace.frames import SCHEMAS, Frames
 
@@ -126,9 +126,10 @@ def compile_rule(rule: Rule, index: int) -> tuple[CompiledRule, list[Pred]]:
 class Plan:
     rules: list[CompiledRule]
     by_frame: dict[str, list[Pred]]
+    literals: dict[str, str | None] = field(default_factory=dict)  # regex -> required literal (engine.literal)
 
 
-def compile_rules(rules: list[Rule]) -> Plan:
+def compile_rules(rules: list[Rule], literals: dict[str, str | None] | None = None) -> Plan:
     compiled: list[CompiledRule] = []
     by_frame: dict[str, list[Pred]] = {}
     for i, rule in enumerate(rules):
@@ -136,7 +137,7 @@ def compile_rules(rules: list[Rule]) -> Plan:
         compiled.append(cr)
         for p in preds:
             by_frame.setdefault(p.frame, []).append(p)
-    return Plan(compiled, by_frame)
+    return Plan(compiled, by_frame, dict(literals or {}))
 
 
 # ---------------------------------------------------------------------------------------------- evaluating
@@ -169,46 +170,7 @@ class Matches:
     flagged: dict[str, pl.DataFrame]  # frame -> frame with ROW and predicate columns
 
 
-MIN_LITERAL = 4  # a required literal shorter than this is not worth the pre-check
-
-
-@functools.lru_cache(maxsize=4096)
-def required_literal(pattern: str) -> str | None:
-    """The longest run of literal characters that every match of ``pattern`` contains (case-sensitive patterns
-    only), or None. Read from Python's parse of the pattern; a pattern Python reads differently or not at all,
-    one with a case-insensitive flag, or one whose longest run is shorter than :data:`MIN_LITERAL` gives None."""
-    try:
-        import re._parser as sre  # type: ignore[import-not-found]
-    except ImportError:  # Python < 3.11
-        import sre_parse as sre  # type: ignore[no-redef]
-    try:
-        parsed = sre.parse(pattern)
-    except Exception:  # noqa: BLE001 (Rust-only syntax, or anything Python rejects: no pre-check)
-        return None
-    if parsed.state.flags & (re.IGNORECASE | re.VERBOSE) or "(?i" in pattern or "(?x" in pattern:
-        return None
-    runs: list[str] = []
-
-    def walk(items) -> None:
-        run: list[str] = []
-        for op, arg in items:
-            if op is sre.LITERAL:
-                run.append(chr(arg))
-                continue
-            runs.append("".join(run))
-            run = []
-            if op is sre.SUBPATTERN and not arg[1] and not arg[2]:  # a plain group: its content is required
-                walk(arg[3])
-            elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT) and arg[0] >= 1:  # at least once: its content is required
-                walk(arg[2])
-        runs.append("".join(run))
-
-    walk(parsed)
-    best = max(runs, key=len, default="")
-    return best if len(best) >= MIN_LITERAL else None
-
-
-def _absent(df: pl.DataFrame, pred: Pred, texts: dict[str, str]) -> bool:
+def _absent(df: pl.DataFrame, pred: Pred, texts: dict[str, str], literals: dict[str, str | None]) -> bool:
     """True when ``pred`` (a regex leaf) cannot hold on any row of ``df``: its required literal occurs in none
     of the values of its column. Its predicate (``leaf_expr(leaf).fill_null(False)``: the regex is false or null
     on every row, and so is the conjunction with the kind filter) is then false on every row, and its Rust regex
@@ -216,7 +178,7 @@ def _absent(df: pl.DataFrame, pred: Pred, texts: dict[str, str]) -> bool:
     leaf = pred.leaf
     if leaf is None or leaf.regex is None or leaf.ignore_case or df.schema.get(leaf.column) != pl.String:
         return False
-    literal = required_literal(leaf.regex)
+    literal = literals[leaf.regex] if leaf.regex in literals else required_literal(leaf.regex)
     if literal is None:
         return False
     if leaf.column not in texts:
@@ -236,7 +198,7 @@ def match(plan: Plan, frames: Frames, runs: list[str], applies: dict[str, list[s
     for frame, preds in plan.by_frame.items():
         df = frames[frame].with_row_index(ROW)
         texts: dict[str, str] = {}
-        df = df.with_columns([(pl.lit(False) if _absent(df, p, texts) else p.expr).alias(p.name) for p in preds])
+        df = df.with_columns([(pl.lit(False) if _absent(df, p, texts, plan.literals) else p.expr).alias(p.name) for p in preds])
         flagged[frame] = df
         agg = df.group_by("run_id").agg([pl.col(p.name).any() for p in preds])
         per_run = per_run.join(agg, on="run_id", how="left", coalesce=True)

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from aoti_trace.engine.schema import NAME_RE, Rule, check_regex
+from aoti_trace.engine.literal import required_literal
+from aoti_trace.engine.schema import NAME_RE, Rule, check_regex, leaves
 from aoti_trace.errors import RuleError
 
 FRAGMENT_RE = re.compile(r"%\{([A-Z][A-Z0-9_]*)\}")
@@ -57,6 +58,7 @@ class RuleSet:
     ignore: list[IgnoreEntry] = field(default_factory=list)
     fragments: dict[str, str] = field(default_factory=dict)
     roots: dict[str, Path] = field(default_factory=dict)  # rule id -> its folder, when it is not ``root``
+    literals: dict[str, str | None] = field(default_factory=dict)  # regex -> its required literal (engine.literal)
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.rules)
@@ -301,6 +303,8 @@ def _load_rules(target: Path, root: Path) -> RuleSet:
         rs.rules.append(rule)
         rs.paths[rule.id] = file
         names[rule.name] = file
+    rs.literals = {leaf.regex: required_literal(leaf.regex) for rule in rs.rules for leaf, _ in leaves(rule.match)
+                   if leaf.regex is not None}
     return rs
 
 
@@ -320,7 +324,7 @@ def load_library(extra: list[str | Path] | tuple = (), *, builtin: bool = True, 
         return first
     # load_rules may hand out a shared (memoised) RuleSet: merge into a new one, never into it
     merged = RuleSet(rules=list(first.rules), root=first.root, paths=dict(first.paths), ignore=list(first.ignore),
-                     fragments=dict(first.fragments), roots=dict(first.roots))
+                     fragments=dict(first.fragments), roots=dict(first.roots), literals=dict(first.literals))
     for folder in unique[1:]:
         rs = load_rules(folder)
         names = {r.name: merged.paths[r.id] for r in merged.rules}
@@ -332,5 +336,6 @@ def load_library(extra: list[str | Path] | tuple = (), *, builtin: bool = True, 
             merged.rules.append(rule)
             merged.paths[rule.id] = rs.paths[rule.id]
             merged.roots[rule.id] = rs.root  # type: ignore[assignment]
+        merged.literals.update(rs.literals)
         merged.ignore += [e for e in rs.ignore if e not in merged.ignore]
     return merged
