@@ -198,7 +198,8 @@ def match(plan: Plan, frames: Frames, runs: list[str], applies: dict[str, list[s
     for frame, preds in plan.by_frame.items():
         df = frames[frame].with_row_index(ROW)
         texts: dict[str, str] = {}
-        df = df.with_columns([(pl.lit(False) if _absent(df, p, texts, plan.literals) else p.expr).alias(p.name) for p in preds])
+        df = df.with_columns([(pl.lit(False) if _absent(df, p, texts, plan.literals) else p.expr).alias(p.name)
+                              for p in preds])
         flagged[frame] = df
         agg = df.group_by("run_id").agg([pl.col(p.name).any() for p in preds])
         per_run = per_run.join(agg, on="run_id", how="left", coalesce=True)

@@ -8,7 +8,14 @@ interleaved output of several ``[rankN]:`` processes classifies as if each had b
 :func:`classify` returns the frame with helper columns (prefixed ``_``) that the assemblers in
 ``tracebacks.py``, ``faults.py``, ``printer.py`` and ``asserts.py`` use; :func:`public` drops them.
 
-All patterns use the Rust regex dialect and compile in Python ``re`` too (a test checks both).
+All patterns use the Rust regex dialect and compile in Python ``re`` too (a test checks both). No pattern uses a
+word boundary (``\\b``): with Unicode word boundaries Rust's regex cannot use its fast engine (an exact rewrite,
+``(?:^|\\W)word``, is used instead).
+
+Speed (issue 12): on inputs of :data:`SPARSE_MIN_ROWS` lines or more, one widened pattern per line
+(:func:`_loud_pattern`) finds the *quiet* lines, whose per-line columns are known without matching anything, and
+each per-line step then runs only on the rows its own widened guard can change (:func:`_sparse`). Both shortcuts
+give exactly the result of running every step on every line (tests/test_text_fast.py).
 """
 
 from __future__ import annotations

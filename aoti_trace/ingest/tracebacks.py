@@ -119,9 +119,10 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
                          "level": st["level"], "frames": len(st["frames"]), **innermost(st["frames"])})
         st["frames"] = []
 
+    walked = sel.select("_rk", "lineno", "_msg", "_tb_head", "_tb_cause", "_tb_context", "_tb_file", "_exc",
+                        "_fr_file", "_fr_line", "_fr_func", "level", "_tb_type", "_code", "_more_msgs")
     for (rk, lineno, msg, head, cause, context, tbf, exc, fr_file, fr_line, fr_func, level, tb_type, code,
-         more) in sel.select("_rk", "lineno", "_msg", "_tb_head", "_tb_cause", "_tb_context", "_tb_file", "_exc", "_fr_file",
-                             "_fr_line", "_fr_func", "level", "_tb_type", "_code", "_more_msgs").iter_rows():
+         more) in walked.iter_rows():
         st = by_rank.setdefault(rk, {"frames": [], "chain": None, "pending": None, "last_lineno": None,
                                      "level": None})
         if head:
