@@ -40,8 +40,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aoti_trace.run.capture import capture, python_of
-
 if TYPE_CHECKING:
     import polars as pl
 
@@ -401,6 +399,7 @@ def minify(
     dump and the verify runs (not the minifier). Raises :class:`aoti_trace.run.capture.CaptureFailed` when the
     command cannot be started at all.
     """
+    from aoti_trace.run.capture import capture, python_of  # here: `analyze` imports this module for its schema
     say = progress or (lambda _msg: None)
     out = Path(out_dir).absolute()
     env = {**(extra_env or {}), DEBUG_DIR_VAR: str(out / DEBUG_DIR)}

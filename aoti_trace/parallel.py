@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Iterator
 
@@ -49,6 +48,8 @@ def read_traces(jobs: list[tuple[list[Path], str]]) -> Iterator[Frames]:
         for paths, run_id in jobs:  # file by file, concatenated once (read_trace of many files appends each)
             yield _concat([read_trace([path], run_id) for path in paths])
         return
+    from concurrent.futures.process import BrokenProcessPool
+
     per_job: list[list[Frames]] = [[] for _ in jobs]
     try:
         done = _read_parallel(files, min(n, len(files)))

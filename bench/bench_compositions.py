@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_trace import ROOT, build_log, machine, run_timed  # noqa: E402
+from bench_trace import ROOT, build_log, cli, machine, run_timed  # noqa: E402
 
 PAYLOAD_MIN = 2048
 
@@ -50,15 +50,15 @@ def main() -> None:
     ap.add_argument("--only", default="bench,cuda,payload")
     ap.add_argument("--commands", default="analyze,frames")
     args = ap.parse_args()
-    exe = str(Path(sys.executable).with_name("aoti-trace"))
+    exe = cli()
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         for comp in args.only.split(","):
             log = build(comp, size)
             mb = log.stat().st_size / 1e6
             for command in args.commands.split(","):
-                cmd = [exe, "analyze", str(log.parent), "-f", "json", "-o", os.devnull] if command == "analyze" \
-                    else [exe, "frames", str(log.parent)]
+                cmd = [*exe, "analyze", str(log.parent), "-f", "json", "-o", os.devnull] if command == "analyze" \
+                    else [*exe, "frames", str(log.parent)]
                 load = os.getloadavg()[0]
                 wall, rss, rc, cpu = run_timed(cmd)
                 rows.append((comp, command, mb, wall, cpu, rss, load, rc))

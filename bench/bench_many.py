@@ -56,7 +56,9 @@ def main() -> None:
     ap.add_argument("--counts", default="400,1000,2000,5000")
     ap.add_argument("--workers", default="0")
     args = ap.parse_args()
-    exe = str(Path(sys.executable).with_name("aoti-trace"))
+    # this checkout's code, not an installed aoti-trace
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    exe = [sys.executable, "-m", "aoti_trace"]
     print("| files | workers | wall s | CPU s | files/s | peak RSS MB (max so far) | load avg 1 min | exit |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for count in (int(c) for c in args.counts.split(",")):
@@ -66,7 +68,7 @@ def main() -> None:
             if w != "0":
                 env["AOTI_TRACE_WORKERS"] = w
             load = os.getloadavg()[0]
-            wall, cpu, rss, rc = run([exe, "analyze", str(folder), "-f", "json", "-o", os.devnull], env)
+            wall, cpu, rss, rc = run([*exe, "analyze", str(folder), "-f", "json", "-o", os.devnull], env)
             print(f"| {count} | {w if w != '0' else 'default'} | {wall:.1f} | {cpu:.1f} | {count / wall:.0f} | "
                   f"{rss:.0f} | {load:.2f} | {rc} |", flush=True)
 

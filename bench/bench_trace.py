@@ -131,6 +131,13 @@ def aoti_cmd(log: Path, verify: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
+def cli() -> list[str]:
+    """The command line that runs this checkout's aoti-trace (not an installed one): ``python -m aoti_trace`` with
+    the repository first on ``PYTHONPATH`` (set in ``os.environ``, so every child process inherits it)."""
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    return [sys.executable, "-m", "aoti_trace"]
+
+
 def machine() -> str:
     model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                   if line.startswith("model name")), "unknown")

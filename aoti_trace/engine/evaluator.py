@@ -87,7 +87,7 @@ def _plan(ruleset: RuleSet, active: list[Rule]) -> C.Plan:
     key = tuple(id(r) for r in active)
     cached = getattr(ruleset, "_plan_cache", None)
     if cached is None or cached[0] != key:
-        cached = (key, C.compile_rules(active))
+        cached = (key, C.compile_rules(active, ruleset.literals))
         ruleset._plan_cache = cached  # type: ignore[attr-defined]
     return cached[1]
 

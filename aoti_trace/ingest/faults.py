@@ -56,10 +56,13 @@ def _signal(what: str) -> str | None:
 def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
     """One row per faulthandler dump and per terminate/what() pair; ``df`` is the output of ``classify()``."""
     shell = (pl.col("kind") == "plain") & pl.col("_msg").str.contains(SHELL_SIGNAL)
-    sel = df.filter(pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | shell
-                    | pl.col("_msg").str.contains(LIBCXX_TERMINATE) | pl.col("_msg").str.contains(ANDROID_SIGNAL)).select(
-        "_rk", "_i", "lineno", "_msg", "kind", "run_id", "path"
-    )
+    # the three patterns are matched only on lines classify() marked as possibly matching (lines.LOUD_ELSEWHERE)
+    sel = df.select("_rk", "_i", "lineno", "_msg", "kind", "run_id", "path", "_what", "_elsewhere").filter(
+        pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | pl.col("_elsewhere")
+    ).filter(
+        pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | shell
+        | pl.col("_msg").str.contains(LIBCXX_TERMINATE) | pl.col("_msg").str.contains(ANDROID_SIGNAL)
+    ).drop("_what", "_elsewhere")
     if sel.height == 0:
         return empty("faults")
     text = pl.col("_msg")

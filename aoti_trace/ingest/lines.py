@@ -8,12 +8,24 @@ interleaved output of several ``[rankN]:`` processes classifies as if each had b
 :func:`classify` returns the frame with helper columns (prefixed ``_``) that the assemblers in
 ``tracebacks.py``, ``faults.py``, ``printer.py`` and ``asserts.py`` use; :func:`public` drops them.
 
-All patterns use the Rust regex dialect and compile in Python ``re`` too (a test checks both).
+All patterns use the Rust regex dialect and compile in Python ``re`` too (a test checks both). No pattern uses a
+word boundary (``\\b``): with Unicode word boundaries Rust's regex cannot use its fast engine (an exact rewrite,
+``(?:^|\\W)word``, is used instead).
+
+Speed (issue 12): on inputs of :data:`SPARSE_MIN_ROWS` lines or more, one widened pattern per line
+(:func:`_loud_pattern`) finds the *quiet* lines, whose per-line columns are known without matching anything, and
+each per-line step then runs only on the rows its own widened guard can change (:func:`_sparse`). Both shortcuts
+give exactly the result of running every step on every line (tests/test_text_fast.py).
 """
 
 from __future__ import annotations
 
+import functools
+import re
+
 import polars as pl
+
+from aoti_trace.ingest.faults import ANDROID_SIGNAL, LIBCXX_TERMINATE, SHELL_SIGNAL
 
 # ---------------------------------------------------------------------------------------------- line cleanup
 ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
@@ -110,7 +122,7 @@ PATTERNS: dict[str, str] = {
         r"|^The error above occurred when calling torch\.export\.export"
     ),
     # the line that introduces a stack printed for information, not a traceback
-    "stack_print": r"(?:\bFound from :|^Stack \(most recent call last\):|^from user code:)\s*$",
+    "stack_print": r"(?:(?:^|\W)Found from :|^Stack \(most recent call last\):|^from user code:)\s*$",
     # a debugger's backtrace (gdb 'bt') through the C library's abort: the process aborted (SIGABRT)
     "gdb_abort": r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?(?:__GI_)?(?:abort|raise|__pthread_kill\w*) \(",
     # a debugger's backtrace frame
@@ -157,12 +169,12 @@ PATTERNS: dict[str, str] = {
     ),
     "compiler_diagnostic": (
         r"^(?:cc1plus|g\+\+|c\+\+|clang\+\+|collect2|/?\S+?\.(?:cpp|cc|cxx|c|h|hpp|cu|cuh)(?::\d+(?::\d+)?)?"
-        r"|\S*\bld(?:\.\w+)?): (?:fatal )?error: "
+        r"|(?:\S*[^\w\s])?ld(?:\.\w+)?): (?:fatal )?error: "
         # nvcc / ptxas / nvlink ('ptxas fatal   : ...', 'nvcc fatal   : ...', 'ptxas error   : ...')
         r"|^(?:ptxas|nvcc|nvlink|fatbinary|cicc|nvrtc)[\w-]*(?: (?:fatal|error))? *: "
         # MSVC and its linker ('x.cpp(12): error C2065: ...', 'x.obj : error LNK2019: ...', 'LINK : fatal error LNK1104')
         r"|^\S.*?\(\d+(?:,\d+)?\) ?: (?:fatal )?error C\d+: |^\S.*? : (?:fatal )?error LNK\d+: "
-        r"|\bundefined reference to `|^(?:fatal )?error: "
+        r"|(?:^|\W)undefined reference to `|^(?:fatal )?error: "
     ),
     "warning": r"^\S.*?:\d+: [A-Z]\w*Warning: |^\[WARNING\] |^Warning: |^UserWarning: ",
     # benign lines (aoti-signatures.md §1.6): context, never the diagnosis
@@ -243,14 +255,107 @@ def split_lines(text: str) -> tuple[list[str], bool]:
     return parts, complete
 
 
-def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFrame:
-    """Classify ``lines`` (already decoded, terminators removed). Keeps the ``_`` helper columns."""
-    df = pl.DataFrame({"_raw": pl.Series(lines, dtype=pl.String)})
-    if df.height == 0:
-        df = df.with_columns(pl.lit(None, dtype=pl.String).alias("_raw")).clear()
-    # 1. clean: CR at line end (CRLF), colour codes, decorations (timestamps, CI, rank, logging prefixes),
-    # carriage-return overwrites
-    df = df.with_row_index("_i").with_columns(
+# Per-line flags: one Boolean column ``_<name>`` each, computed on the message of every line that can match.
+FLAGS: tuple[str, ...] = (
+    "tb_head", "tb_cause", "tb_context", "tb_file", "fh_fatal", "faulthandler", "device_assert", "xpu_assert",
+    "terminate", "what", "cpp_error", "aoti_torch_exception", "cpp_frame", "compiler_diagnostic", "warning", "noise",
+    "code_tag", "printer_header", "printer_launch", "bare_exc", "stack_print",
+)
+# Patterns that faults.py matches on the message of any line: a line that can match one of them is never quiet
+# (below), and the flag ``_elsewhere`` marks it, so that reader matches them only on the lines so marked.
+LOUD_ELSEWHERE: tuple[str, ...] = (SHELL_SIGNAL, LIBCXX_TERMINATE, ANDROID_SIGNAL)
+
+
+def _uncaptured(pattern: str) -> str:
+    """``pattern`` with its named groups made non-capturing (so that patterns can be joined into one)."""
+    return re.sub(r"\(\?P<\w+>", "(?:", pattern)
+
+
+def _widened(pattern: str) -> str:
+    """A pattern that matches wherever ``pattern`` matches, and cheaper to run: word boundaries dropped, ``\\w`` and
+    ``\\d`` (large Unicode classes) widened to ``\\S`` outside negated character classes."""
+    out: list[str] = []
+    i, negated = 0, None  # None outside a character class, else whether the class is negated
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            tok = pattern[i:i + 2]
+            i += 2
+            if tok == r"\b" and negated is None:
+                tok = ""
+            elif tok in (r"\w", r"\d") and not negated:
+                tok = r"\S"
+            out.append(tok)
+            continue
+        if negated is None and c == "[":
+            negated = pattern[i + 1:i + 2] == "^"
+        elif negated is not None and c == "]":
+            negated = None
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+@functools.cache
+def _guard(step: str) -> str:
+    """The widened pattern of the lines that ``step`` can change (built once per process)."""
+    deco = "^(?:" + "|".join(f"(?:{p})" for p in DECORATIONS.values()) + ")"
+    return {
+        "cleanup": lambda: _union([r"\x1b", r"\r", deco]),
+        "headers": lambda: _union(LOG_HEADERS),
+        "ipython": lambda: _union(p for p, _ in IPYTHON),
+        "flags": lambda: _union([*(PATTERNS[n] for n in FLAGS), *LOUD_ELSEWHERE]),
+        "elsewhere": lambda: _union(LOUD_ELSEWHERE),
+        "loud": _loud_pattern,
+    }[step]()
+
+
+def _loud_pattern() -> str:
+    """The pattern of a *loud* line. A line that matches none of its parts is quiet: no escape code or carriage
+    return, no leading white space, not blank, no decoration, no log header, nothing IPython's form rewrites and no
+    flag set (:data:`FLAGS`, :data:`LOUD_ELSEWHERE`). The per-line columns of a quiet line are therefore known
+    without matching anything: its text is the line, it has no prefix, level, source or rank, and every flag is
+    false. The block states (code, printer, traceback, exception message) are computed over all lines alike."""
+    return "|".join([r"^\s", r"^$", _guard("cleanup"), _guard("headers"), _guard("ipython"), _guard("flags")])
+
+
+# Below this many rows every step runs on every row: splitting a few hundred lines by guard patterns costs more
+# Polars operations than it saves (the same result: a guard only skips rows a step would not change).
+SPARSE_MIN_ROWS = 2048
+
+
+def _union(patterns) -> str:
+    """One widened pattern that matches wherever any of ``patterns`` does."""
+    return "|".join(f"(?:{_widened(_uncaptured(p))})" for p in patterns)
+
+
+def _sparse(df: pl.DataFrame, guard: str, column: str, step, defaults: dict[str, pl.Expr]) -> pl.DataFrame:
+    """``step(rows)`` applied only to the rows whose ``column`` matches ``guard`` (a pattern that matches wherever
+    the step can change anything); the other rows get ``defaults``. The rows come back in any order."""
+    if df.height < SPARSE_MIN_ROWS:
+        return step(df)
+    hit = df.get_column(column).str.contains(guard)
+    if hit.all():
+        return step(df)
+    rest = df.filter(~hit).with_columns(**defaults)
+    if not hit.any():
+        return rest
+    done = step(df.filter(hit))
+    return pl.concat([done, rest.select(done.columns)])
+
+
+# a line's log header, any of LOG_HEADERS (the first that matches, as separate matches would pick): one match
+HEADER = "^(?P<header>" + "|".join(
+    f"(?:{re.sub(r'[(][?]P<(level|src)>', lambda m, k=k: f'(?P<{m[1]}{k}>', h.removeprefix('^'))})"
+    for k, h in enumerate(LOG_HEADERS)) + ")"
+
+
+_GLOG_PLAIN = _uncaptured(GLOG)
+
+
+def _cleanup(df: pl.DataFrame) -> pl.DataFrame:
+    """Step 1 on rows that may have a CR, a colour code or a decoration."""
+    df = df.with_columns(
         pl.col("_raw").str.replace(r"\r$", "").str.replace_all(ANSI, "").alias("_t"),
     )
     df = df.with_columns(pl.col("_t").str.extract(DECORATION, 0).alias("_deco"))
@@ -263,87 +368,191 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
     # leading spaces after a rank prefix means a separator was added.
     rest = pl.col("_rest")
     odd = (rest.str.len_chars() - rest.str.strip_chars_start(" ").str.len_chars()) % 2 == 1
-    df = df.with_columns(
+    return df.with_columns(
         pl.when(pl.col("_deco").str.ends_with("]:") & odd).then(rest.str.slice(1)).otherwise(rest)
         .str.replace(r"^.*\r", "")
         .alias("text")
     )
-    # Logs copied from CI pages or issue threads are often indented as a whole: remove an indent shared by every
-    # non-blank line (a real stderr always has column-0 lines, e.g. 'Traceback' or a glog header).
-    lead = pl.col("text").str.len_chars() - pl.col("text").str.strip_chars_start(" ").str.len_chars()
-    common = df.select(lead.filter(pl.col("text").str.strip_chars() != "").min()).item()
-    if common:
-        df = df.with_columns(pl.col("text").str.slice(common))
-    # 2. glog header -> level, src; the rest is the message. IPython tracebacks are rewritten to the standard form.
-    parsed = [pl.col("text").str.extract_groups(h) for h in LOG_HEADERS]
-    header = pl.coalesce([pl.col("text").str.extract(h, 0) for h in LOG_HEADERS])
-    msg = pl.col("text").str.slice(header.str.len_chars().fill_null(0))
+
+
+def _headers(df: pl.DataFrame) -> pl.DataFrame:
+    """Step 2a on rows that may start with a log header: its text, level and source. Rows in any order."""
+    glog = df.get_column("text").str.contains(_GLOG_PLAIN)
+    if glog.all():
+        return _glog_headers(df)
+    if not glog.any():
+        return _any_headers(df)
+    return pl.concat([_glog_headers(df.filter(glog)), _any_headers(df.filter(~glog))])
+
+
+def _glog_headers(df: pl.DataFrame) -> pl.DataFrame:
+    """:func:`_any_headers` for rows that start with a :data:`GLOG` header, without a capturing match (~5x
+    cheaper): the header is what removing the match takes away; its level is its first letter (after an optional
+    ``[``), its source the token between the last space and the first ``]`` (the time holds neither, the source
+    no white space and no ``]``)."""
+    text = pl.col("text")
+    header = text.str.slice(0, text.str.len_chars() - text.str.replace(_GLOG_PLAIN, "").str.len_chars())
+    return df.with_columns(header.alias("_header")).with_columns(
+        pl.when(text.str.starts_with("[")).then(text.str.slice(1, 1)).otherwise(text.str.slice(0, 1)).alias("level"),
+        pl.col("_header").str.replace(r"\].*$", "").str.replace(r"^.* ", "").alias("src"),
+    )
+
+
+def _any_headers(df: pl.DataFrame) -> pl.DataFrame:
+    """The log header of each row (:data:`LOG_HEADERS`, the first that matches), its level and source."""
+    parsed = pl.col("text").str.extract_groups(HEADER)
+    return df.with_columns(
+        parsed.struct.field("header").alias("_header"),
+        pl.coalesce([parsed.struct.field(f"level{k}") for k in range(len(LOG_HEADERS))]).alias("level"),
+        pl.coalesce([parsed.struct.field(f"src{k}") for k in range(len(LOG_HEADERS))]).alias("src"),
+    )
+
+
+def _ipython(df: pl.DataFrame) -> pl.DataFrame:
+    """Step 2b on rows that IPython's form may rewrite."""
+    msg = pl.col("_msg")
     # the type IPython's traceback header names is kept: a pasted notebook traceback is often cut before its last line
     df = df.with_columns(msg.str.extract(IPYTHON_TB_HEAD, 1).alias("_tb_type"))
     for pattern, repl in IPYTHON:
         msg = msg.str.replace(pattern, repl)
+    return df.with_columns(msg.alias("_msg"))
+
+
+def _flags(df: pl.DataFrame) -> pl.DataFrame:
+    """The per-line flags, on rows whose message may set one."""
+    return df.with_columns(*[_has(n).alias("_" + n) for n in FLAGS],
+                           pl.col("_msg").str.contains(_guard("elsewhere")).alias("_elsewhere")).with_columns(
+        (pl.col("_code_tag") & pl.col("_msg").str.contains(r"code:\s*$")).alias("_code_header"))
+
+
+def _per_line(df: pl.DataFrame, dedent: bool) -> pl.DataFrame:
+    """Steps 1-2 and the per-line flags for the rows of ``df`` (``_i``, ``_raw``); each row on its own, except the
+    indent shared by every non-blank line, which is removed only when ``dedent`` (``df`` holds every line). Each
+    step runs only on the rows it can change (:func:`_sparse`); the rows come back in any order."""
+    # 1. clean: CR at line end (CRLF), colour codes, decorations (timestamps, CI, rank, logging prefixes),
+    # carriage-return overwrites
+    df = _sparse(df, _guard("cleanup"), "_raw", _cleanup, {"_t": pl.col("_raw"), "_deco": pl.lit(None, dtype=pl.String),
+                                    "rank": pl.lit(None, dtype=pl.Int32), "_rest": pl.col("_raw"),
+                                    "text": pl.col("_raw")})
+    # Logs copied from CI pages or issue threads are often indented as a whole: remove an indent shared by every
+    # non-blank line (a real stderr always has column-0 lines, e.g. 'Traceback' or a glog header).
+    if dedent:
+        lead = pl.col("text").str.len_chars() - pl.col("text").str.strip_chars_start(" ").str.len_chars()
+        common = df.select(lead.filter(pl.col("text").str.strip_chars() != "").min()).item()
+        if common:
+            df = df.with_columns(pl.col("text").str.slice(common))
+    # 2. glog header -> level, src; the rest is the message. IPython tracebacks are rewritten to the standard form.
+    df = _sparse(df, _guard("headers"), "text", _headers,
+                 {"_header": pl.lit(None, dtype=pl.String), "level": pl.lit(None, dtype=pl.String),
+                  "src": pl.lit(None, dtype=pl.String)})
+    df = df.with_columns(pl.col("text").str.slice(pl.col("_header").str.len_chars().fill_null(0)).alias("_msg"))
+    df = _sparse(df, _guard("ipython"), "_msg", _ipython, {"_tb_type": pl.lit(None, dtype=pl.String)})
     df = df.with_columns(
-        pl.coalesce([g.struct.field("level") for g in parsed]).alias("level"),
-        pl.coalesce([g.struct.field("src") for g in parsed]).alias("src"),
-        pl.concat_str([pl.col("_deco").fill_null(""), header.fill_null("")]).alias("prefix"),
-        msg.alias("_msg"),
+        pl.concat_str([pl.col("_deco").fill_null(""), pl.col("_header").fill_null("")]).alias("prefix"),
         pl.col("rank").fill_null(-1).alias("_rk"),
     )
     df = df.with_columns(
         pl.when(pl.col("prefix") == "").then(None).otherwise(pl.col("prefix")).alias("prefix"),
         pl.col("_msg").alias("text"),
-    )
-    df = df.with_columns(
         pl.col("level").is_not_null().alias("_glog"),
-        *[_has(n).alias("_" + n) for n in (
-            "tb_head", "tb_cause", "tb_context", "tb_file", "fh_fatal", "faulthandler", "device_assert",
-            "xpu_assert", "terminate", "what", "cpp_error", "aoti_torch_exception", "cpp_frame",
-            "compiler_diagnostic", "warning", "noise", "code_tag", "printer_header", "printer_launch",
-            "printer_content", "exc_line", "bare_exc")],
         (pl.col("_msg").str.contains(r"^\s") | (pl.col("_msg").str.len_bytes() == 0)).alias("_ws"),
         (pl.col("_msg").str.len_bytes() == 0).alias("_blank"),
     )
-    rk = "_rk"
+    return _sparse(df, _guard("flags"), "_msg", _flags,
+                   {**{"_" + n: pl.lit(False) for n in FLAGS}, "_elsewhere": pl.lit(False),
+                    "_code_header": pl.lit(False)})
+
+
+def _quiet(df: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+    """The per-line columns of quiet rows (``_i``, ``_raw``), in ``schema`` (see :func:`_loud_pattern`)."""
+    line = {"_raw", "_t", "_rest", "text", "_msg"}
+    return df.select([
+        pl.col("_i") if name == "_i" else pl.col("_raw").alias(name) if name in line
+        else pl.lit(-1, dtype=dtype).alias(name) if name == "_rk"
+        else pl.lit(False).alias(name) if dtype == pl.Boolean
+        else pl.lit(None, dtype=dtype).alias(name)
+        for name, dtype in schema.items()
+    ])
+
+
+def _contains_where(df: pl.DataFrame, where: pl.Expr, pattern: str) -> pl.Series:
+    """``_msg`` matches ``pattern``, evaluated only on the rows where ``where`` holds (false elsewhere)."""
+    idx = df.select(where.fill_null(False).arg_true()).to_series()
+    out = pl.Series("", [False], dtype=pl.Boolean).extend_constant(False, df.height - 1) if df.height \
+        else pl.Series("", [], dtype=pl.Boolean)
+    if idx.len():
+        out = out.scatter(idx, df.get_column("_msg").gather(idx).str.contains(pattern))
+    return out
+
+
+def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFrame:
+    """Classify ``lines`` (already decoded, terminators removed). Keeps the ``_`` helper columns.
+
+    Only loud lines (:func:`_loud_pattern`, one match per line) go through the per-line cleanup and matching; the
+    quiet ones, the bulk of an ordinary log, get their known columns directly."""
+    df = pl.DataFrame({"_raw": pl.Series(lines, dtype=pl.String)})
+    if df.height == 0:
+        df = df.with_columns(pl.lit(None, dtype=pl.String).alias("_raw")).clear()
+    df = df.with_row_index("_i")
+    loud = df.get_column("_raw").str.contains(_guard("loud")) if df.height >= SPARSE_MIN_ROWS else None
+    if loud is None or loud.all():
+        df = _per_line(df, dedent=True).sort("_i")
+    else:
+        # a quiet line is not indented, so no indent is shared by every line
+        part = _per_line(df.filter(loud), dedent=False)
+        df = pl.concat([part, _quiet(df.filter(~loud), part.schema)]).sort("_i")
+        del part
+    # states are partitioned by rank only where the lines carry more than one (the same result, without a group-by)
+    multi = df.get_column("_rk").n_unique() > 1
+
+    def per_rank(e: pl.Expr) -> pl.Expr:
+        return e.over("_rk") if multi else e
+
     # 3. generated code echoed by TORCH_LOGS: in 2.13 every line of the record carries the glog header and the
     # artifact tag. Releases that prefixed only a record's first line print a tagged header ('Output code: ')
     # followed by bare code lines, which continue the block up to the next glog or structural line.
     hard = (pl.col("_tb_head") | pl.col("_fh_fatal") | pl.col("_terminate") | pl.col("_device_assert")
             | pl.col("_cpp_error") | pl.col("_warning") | pl.col("_noise"))
-    header = pl.col("_code_tag") & pl.col("_msg").str.contains(r"code:\s*$")
-    bare_code = (
-        pl.when(pl.col("_glog")).then(header).when(hard).then(False).otherwise(None)
-        .forward_fill().over(rk).fill_null(False)
-    )
+    bare_code = per_rank(
+        pl.when(pl.col("_glog")).then(pl.col("_code_header")).when(hard).then(False).otherwise(None).forward_fill()
+    ).fill_null(False)
     code_state = (pl.col("_glog") & pl.col("_code_tag")) | (~pl.col("_glog") & bare_code)
     # 4. intermediate value printer blocks: a header opens a block, 'Requires grad' or a foreign line ends it
-    prev_end = pl.col("_msg").shift(1).str.starts_with("Requires grad: ").over(rk).fill_null(False)
-    printer_state = (
-        pl.when(pl.col("_printer_header")).then(True)
-        .when(prev_end | ~pl.col("_printer_content") | pl.col("_glog")).then(False).otherwise(None)
-        .forward_fill().over(rk).fill_null(False)
-    )
+    # (a line's content matters only once a block was opened: matched from the first header on)
+    first_header = df.select(pl.col("_printer_header").arg_true().first()).item()
+    if first_header is None:
+        printer_state = pl.lit(False)
+    else:
+        df = df.with_columns(
+            _contains_where(df, pl.col("_i") >= first_header, PATTERNS["printer_content"]).alias("_content"))
+        prev_end = per_rank(pl.col("_msg").shift(1).str.starts_with("Requires grad: ")).fill_null(False)
+        printer_state = per_rank(
+            pl.when(pl.col("_printer_header")).then(True)
+            .when(prev_end | ~pl.col("_content") | pl.col("_glog")).then(False).otherwise(None).forward_fill()
+        ).fill_null(False)
     # 5. tracebacks: a segment is a non-indented line plus the indented lines after it
-    seg_tb = (
-        pl.when(~pl.col("_ws")).then(pl.col("_tb_head")).otherwise(None).forward_fill().over(rk).fill_null(False)
-    )
+    seg_tb = per_rank(
+        pl.when(~pl.col("_ws")).then(pl.col("_tb_head")).otherwise(None).forward_fill()
+    ).fill_null(False)
     # a stack printed for information ('skipping cudagraphs ... Found from :', logging's 'Stack (most recent call
     # last):', Dynamo's 'from user code:') lists frames without a traceback: it lasts up to the next line that is
     # not indented
-    stack_print = (
-        pl.when(pl.col("_msg").str.contains(PATTERNS["stack_print"])).then(True)
-        .when(~pl.col("_ws")).then(False).otherwise(None).forward_fill().over(rk).fill_null(False)
-    )
+    stack_print = per_rank(
+        pl.when(pl.col("_stack_print")).then(True).when(~pl.col("_ws")).then(False).otherwise(None).forward_fill()
+    ).fill_null(False)
     df = df.with_columns(
         code_state.alias("_code"), printer_state.alias("_pblock"),
         # a pasted fragment may start inside a traceback: its frame lines and the source line under each still count
         (seg_tb | (pl.col("_tb_file") & ~pl.col("_glog") & ~stack_print)
-         | (pl.col("_msg").str.starts_with("    ") & pl.col("_tb_file").shift(1).over(rk).fill_null(False)
+         | (pl.col("_msg").str.starts_with("    ") & per_rank(pl.col("_tb_file").shift(1)).fill_null(False)
             & ~code_state & ~pl.col("_glog") & ~stack_print))
         .alias("_in_tb"),
     )
-    prev_in_tb = pl.col("_in_tb").shift(1).over(rk).fill_null(False)
+    prev_in_tb = per_rank(pl.col("_in_tb").shift(1)).fill_null(False)
+    # an exception line ends a traceback: matched only on the lines right after one
+    df = df.with_columns(_contains_where(df, prev_in_tb, PATTERNS["exc_line"]).alias("_exc_after_tb"))
     exc_line = (
-        ((pl.col("_exc_line") & prev_in_tb) | (pl.col("_bare_exc") & ~pl.col("_ws")))
+        (pl.col("_exc_after_tb") | (pl.col("_bare_exc") & ~pl.col("_ws")))
         & ~pl.col("_in_tb") & ~pl.col("_code") & ~pl.col("_tb_cause") & ~pl.col("_tb_context")
     )
     df = df.with_columns(exc_line.alias("_exc"))
@@ -353,14 +562,14 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
         | pl.col("_device_assert") | pl.col("_terminate") | pl.col("_cpp_error") | pl.col("_warning")
         | pl.col("_code") | pl.col("_printer_header") | pl.col("_printer_launch")
     )
-    owner = (
+    owner = per_rank(
         pl.when(pl.col("_exc")).then(pl.col("_i").cast(pl.Int64)).when(breaker).then(-1).otherwise(None)
-        .forward_fill().over(rk).fill_null(-1)
-    )
+        .forward_fill()
+    ).fill_null(-1)
     df = df.with_columns(owner.alias("_exc_owner"))
     # 7. Python warnings: the source line printed under a warning belongs to it
-    prev_warn = pl.col("_warning").shift(1).over(rk).fill_null(False)
-    prev_noise = pl.col("_noise").shift(1).over(rk).fill_null(False)
+    prev_warn = per_rank(pl.col("_warning").shift(1)).fill_null(False)
+    prev_noise = per_rank(pl.col("_noise").shift(1)).fill_null(False)
     warn_src = prev_warn & pl.col("_ws") & ~pl.col("_in_tb")
     # 8. kind, most specific first
     c = pl.col
@@ -383,17 +592,27 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
         .when(c("_glog")).then(pl.lit("torch_log"))
         .otherwise(pl.lit("plain"))
     )
-    frame = pl.when(pl.col("_tb_file")).then(pl.col("_msg")).str.extract_groups(PATTERNS["tb_frame"])
     return df.with_columns(
         kind.alias("kind"),
-        frame.struct.field("file").alias("_fr_file"),
-        frame.struct.field("line").cast(pl.Int32, strict=False).alias("_fr_line"),
-        frame.struct.field("func").alias("_fr_func"),
+        *_frame_fields(df),
         pl.lit(run_id, dtype=pl.String).alias("run_id"),
         pl.lit(stream, dtype=pl.String).alias("stream"),
         pl.lit(path, dtype=pl.String).alias("path"),
         (pl.col("_i").cast(pl.Int64) + 1).alias("lineno"),
     )
+
+
+def _frame_fields(df: pl.DataFrame) -> list[pl.Series]:
+    """``_fr_file``, ``_fr_line``, ``_fr_func`` of the traceback frame lines (null elsewhere), matched on those
+    lines only."""
+    idx = df.get_column("_tb_file").arg_true()
+    out = []
+    parsed = df.get_column("_msg").gather(idx).str.extract_groups(PATTERNS["tb_frame"]).struct.unnest()
+    for name, field, dtype in (("_fr_file", "file", pl.String), ("_fr_line", "line", pl.Int32),
+                               ("_fr_func", "func", pl.String)):
+        full = pl.repeat(None, df.height, dtype=dtype, eager=True).alias(name)
+        out.append(full.scatter(idx, parsed.get_column(field).cast(dtype, strict=False)) if idx.len() else full)
+    return out
 
 
 def public(df: pl.DataFrame) -> pl.DataFrame:

@@ -48,10 +48,10 @@ GZIP_MAGIC = b"\x1f\x8b"
 BULK_KINDS = ("plain", "torch_log", "output_code", "printer", "noise")
 # A bulk line that says something went wrong (case-insensitive, Rust regex)
 ERROR_LOOKING = (
-    r"(?i)error|fail|fatal|abort|exception|traceback|killed|kill |sig[a-z]{2,4}\b|signal|segmentation|core dumped"
-    r"|cannot|can't|could not|couldn't|unable|not found|no such|denied|out of memory|\boom\b|undefined|"
+    r"(?i)error|fail|fatal|abort|exception|traceback|killed|kill |sig[a-z]{2,4}(?:\W|$)|signal|segmentation|core dumped"
+    r"|cannot|can't|could not|couldn't|unable|not found|no such|denied|out of memory|(?:^|\W)oom(?:\W|$)|undefined|"
     r"unsupported|not supported|invalid|illegal|assert|timed? ?out|timeout|terminat|refused|missing|mismatch|"
-    r"overflow|exceed|violat|crash|panic|corrupt|unexpected|no space|nan\b"
+    r"overflow|exceed|violat|crash|panic|corrupt|unexpected|no space|nan(?:\W|$)"
 )
 _BLOCK_START = re.compile(rb"(?:\[?[VIWEFC]\d{3,4} \d\d:\d\d:\d\d|Traceback \(most recent call last\))")
 _ASSEMBLED = (

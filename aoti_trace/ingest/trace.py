@@ -304,7 +304,8 @@ def _build(local: str, size: int, fh, shown: str, run_id: str, file_rank: int | 
         else:
             problems.add("bad_json", row["lineno"], f"line {row['lineno']}: {row['event']} header is not complete JSON")
     if thorough:
-        for lineno, text in hdr.filter(pl.col("looks_complete")).select("lineno", "json_text").iter_rows():
+        for lineno, text in hdr.select("lineno", "json_text", "looks_complete").filter("looks_complete").select(
+                "lineno", "json_text").iter_rows():
             try:
                 safe_json.loads(text[text.index("] {") + 2:])
             except ValueError:
@@ -331,7 +332,7 @@ def _build(local: str, size: int, fh, shown: str, run_id: str, file_rank: int | 
     base = hdr.select(pl.exclude("json_text")).with_columns(session=session, md5_ok=md5_ok,
                                                          compile_id=_display_compile_id())
     del hdr, md5_ok, session
-    text = {c: _strings(base[c]) for c in CATEGORICAL}
+    text = _strings_of(base)
     events = base.select(
         pl.lit(run_id).alias("run_id"), pl.lit(shown).alias("path"), "lineno",
         pl.coalesce("rank", "rank_prefix", pl.lit(file_rank, pl.Int32)).alias("rank"),
@@ -357,6 +358,17 @@ def _build(local: str, size: int, fh, shown: str, run_id: str, file_rank: int | 
     frames.add("stacks", stacks)
     if compiles.height:
         frames.add("compiles", compiles)
+
+
+SMALL_ROWS = 65_536  # index rows below which the Categorical columns are simply cast (one operation for all)
+
+
+def _strings_of(base: pl.DataFrame) -> dict[str, pl.Series]:
+    """The :data:`CATEGORICAL` columns of ``base`` as String columns (:func:`_strings`). A small index casts them
+    all at once: equal values, and the memory of a per-row copy does not matter there."""
+    if base.height < SMALL_ROWS:
+        return dict(zip(CATEGORICAL, base.select(pl.col(c).cast(pl.String) for c in CATEGORICAL).get_columns()))
+    return {c: _strings(base[c]) for c in CATEGORICAL}
 
 
 def _strings(col: pl.Series) -> pl.Series:

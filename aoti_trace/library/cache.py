@@ -57,18 +57,23 @@ def cache_dir() -> Path | None:
 
 
 def _versions() -> bytes:
+    import importlib.util
+
     import polars
     import pydantic
-    import yaml
 
     import aoti_trace
-    from aoti_trace.engine import ruleset, schema
+    from aoti_trace.engine import literal, ruleset, schema
     from aoti_trace.library import loader
 
     parts = [FORMAT, aoti_trace.__version__.encode(), sys.version.encode()]
-    for name, module in (("polars", polars), ("pydantic", pydantic), ("pyyaml", yaml)):  # already imported
+    for name, module in (("polars", polars), ("pydantic", pydantic)):  # already imported
         parts.append(f"{name}={getattr(module, '__version__', getattr(module, 'VERSION', '?'))}".encode())
-    for module in (schema, ruleset, loader):  # what a cached RuleSet is made of: a source edit invalidates the entry
+    # PyYAML is not imported when the cache answers (start-up): its __init__.py, which states its version, stands
+    # for it
+    spec = importlib.util.find_spec("yaml")
+    parts.append(b"pyyaml=" + (Path(spec.origin).read_bytes() if spec and spec.origin else b"?"))
+    for module in (schema, ruleset, loader, literal):  # what a cached RuleSet is made of: a source edit invalidates it
         parts.append(Path(module.__file__).read_bytes())  # type: ignore[arg-type]
     return b"\0".join(parts)
 

@@ -13,19 +13,21 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import ValidationError
 
+from aoti_trace.engine.literal import required_literal
 from aoti_trace.engine.ruleset import IgnoreEntry, RuleSet
-from aoti_trace.engine.schema import Rule, check_regex
+from aoti_trace.engine.schema import Rule, check_regex, leaves
 from aoti_trace.errors import RuleError
 
 FRAGMENT_RE = re.compile(r"%\{([A-Z][A-Z0-9_]*)\}")
 SPECIAL_FILES = ("fragments.yaml", "ignore.yaml")
 RULES_ENV = "AOTI_TRACE_RULES"  # extra rule folders, os.pathsep-separated, added to the built-in library
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it (~20x faster)
+
+if TYPE_CHECKING:
+    import yaml  # imported where a rule file is parsed: a cached rule set needs no YAML (start-up)
 
 
 def default_rules_dir() -> Path:
@@ -45,7 +47,9 @@ def _parse(path: Path) -> tuple[Any, yaml.Node | None]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"{path}:1:1: cannot read rule file: {exc}") from None
-    loader = _LOADER(text)
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # libyaml when PyYAML has it (~20x faster)
     try:
         node = loader.get_single_node()  # one parse: the nodes keep positions, the data is built from them
         data = loader.construct_document(node) if node is not None else None
@@ -61,6 +65,8 @@ def _parse(path: Path) -> tuple[Any, yaml.Node | None]:
 
 
 def _child(node: yaml.Node | None, part: Any, key_node: bool = False) -> yaml.Node | None:
+    import yaml
+
     if isinstance(node, yaml.MappingNode) and isinstance(part, str):
         for k, v in node.value:
             if k.value == part:
@@ -97,6 +103,8 @@ def _schema_error(path: Path, root: yaml.Node | None, exc: ValidationError) -> R
     msg = str(err["msg"]).removeprefix("Value error, ")
     extra = err["type"] == "extra_forbidden"
     node = _locate(root, loc, extra_key=extra)
+    import yaml
+
     if err["type"] == "value_error" and isinstance(node, yaml.MappingNode):
         words = re.findall(r"[a-z_]+", msg)
         topic = next((w for w in words[:3] if w in _TOPIC_KEYS), None)
@@ -257,6 +265,8 @@ def _load_rules(target: Path, root: Path) -> RuleSet:
         rs.rules.append(rule)
         rs.paths[rule.id] = file
         names[rule.name] = file
+    rs.literals = {leaf.regex: required_literal(leaf.regex) for rule in rs.rules for leaf, _ in leaves(rule.match)
+                   if leaf.regex is not None}
     return rs
 
 
@@ -276,7 +286,7 @@ def load_library(extra: list[str | Path] | tuple = (), *, builtin: bool = True, 
         return first
     # load_rules may hand out a shared (memoised) RuleSet: merge into a new one, never into it
     merged = RuleSet(rules=list(first.rules), root=first.root, paths=dict(first.paths), ignore=list(first.ignore),
-                     fragments=dict(first.fragments), roots=dict(first.roots))
+                     fragments=dict(first.fragments), roots=dict(first.roots), literals=dict(first.literals))
     for folder in unique[1:]:
         rs = load_rules(folder)
         names = {r.name: merged.paths[r.id] for r in merged.rules}
@@ -288,5 +298,6 @@ def load_library(extra: list[str | Path] | tuple = (), *, builtin: bool = True, 
             merged.rules.append(rule)
             merged.paths[rule.id] = rs.paths[rule.id]
             merged.roots[rule.id] = rs.root  # type: ignore[assignment]
+        merged.literals.update(rs.literals)
         merged.ignore += [e for e in rs.ignore if e not in merged.ignore]
     return merged
