@@ -99,7 +99,7 @@ def test_required_literal(pattern, literal):
 
 def test_required_literals_of_the_rule_library_occur_in_every_match():
     """Every match of a library rule's regex in the real captures contains the literal found for it."""
-    from aoti_trace.engine import load_rules
+    from aoti_trace.library import load_rules
     from aoti_trace.engine.schema import leaves
 
     text = "\n".join(line for path in CAPTURES for line in _lines(path))
