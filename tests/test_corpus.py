@@ -18,6 +18,7 @@ def test_corpus_is_not_empty():
     assert len(CASES) >= 30, f"only {len(CASES)} fixture cases"
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("case", CASES, ids=[str(c.relative_to(ROOT)) for c in CASES])
 def test_case(case: Path):
     result = corpus.score_case(case)

@@ -235,6 +235,7 @@ def test_there_are_many_fixture_logs():
     assert len(LOGS) >= 100
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("log, primary", LOGS, ids=[str(p.relative_to(FIXTURES)) for p, _ in LOGS])
 def test_a_fixture_log_with_failure_evidence_never_reads_no_problem(log, primary):
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines()

@@ -34,6 +34,7 @@ def test_rule_lints_clean(rule):
 EXAMPLES = [(rule, ex) for rule in RULES.rules if rule.status != "deprecated" for ex in rule.examples]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("rule,example", EXAMPLES, ids=[f"{r.id}-{e.name}" for r, e in EXAMPLES])
 def test_rule_example(rule, example):
     result = run_example(RULES, rule, example)
