@@ -75,6 +75,31 @@ def test_batch_equals_each_run_alone():
     assert sum(1 for run, _ in together if run["primary_rule"]) >= len(runs) // 2
 
 
+def test_a_batch_reads_its_traces_in_its_own_process(monkeypatch):
+    """An engine worker is already one of N processes: a batch with many trace files must not start a pool."""
+    from aoti_trace import parallel
+
+    pools = []
+
+    def no_pool(files, n):  # analyse_batch never raises: record the call instead
+        pools.append(n)
+        raise OSError("no pool here")
+
+    monkeypatch.setenv(parallel.WORKERS_ENV, "4")
+    monkeypatch.setattr(parallel, "_read_parallel", no_pool)
+    runs = [r for r in source_runs([ROOT / "fixtures/cases"]) if r.trace_files]
+    batch, files = [], 0
+    for r in runs:
+        batch.append(r)
+        files += len(r.trace_files)
+        if files >= parallel.PARALLEL_MIN_FILES:
+            break
+    assert files >= parallel.PARALLEL_MIN_FILES
+    results = analyse_batch(batch)
+    assert pools == []
+    assert [row["error"] for row, _ in results] == [None] * len(batch)
+
+
 def test_run_facts_from_hive_folders_and_torchrun(tmp_path):
     d = tmp_path / "host=h07" / "model=bert" / "rank=3" / "run1"
     d.mkdir(parents=True)
