@@ -16,15 +16,14 @@ OOB = r"index out of bounds: (?:(?P<lower>-?\w+) <= )?(?P<var>tmp\d+|[^<`]+?)(?:
 
 
 def device_asserts_frame(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per distinct assertion; ``df`` is the output of ``classify()`` or ``classify_many()`` (lines are
-    folded within their file; each row keeps the ``_f`` of its file)."""
+    """One row per distinct assertion; ``df`` is the output of ``classify()``."""
     sel = df.filter(pl.col("kind") == "device_assert")
     if sel.height == 0:
         return empty("device_asserts")
     cuda = pl.col("_msg").str.extract_groups(PATTERNS["device_assert"])
     xpu = pl.col("_msg").str.extract_groups(PATTERNS["xpu_assert"])
     out = sel.select(
-        "run_id", "path", "lineno", "_f", "_i",
+        "run_id", "path", "lineno", "_i",
         cuda.struct.field("file").alias("kernel_file"),
         cuda.struct.field("line").cast(pl.Int32, strict=False).alias("kernel_line"),
         cuda.struct.field("func").alias("function"),
@@ -38,9 +37,9 @@ def device_asserts_frame(df: pl.DataFrame) -> pl.DataFrame:
         oob.struct.field("lower").alias("lower"),
         oob.struct.field("upper").str.strip_chars().alias("upper"),
     )
-    keys = ["_f", "kernel_file", "kernel_line", "function", "assertion"]
+    keys = ["kernel_file", "kernel_line", "function", "assertion"]
     folded = (
-        out.sort("_f", "_i")
+        out.sort("_i")
         .group_by(keys, maintain_order=True)
         .agg(
             pl.col("run_id", "path", "lineno", "block", "thread", "index_var", "lower", "upper").first(),

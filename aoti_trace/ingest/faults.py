@@ -54,12 +54,11 @@ def _signal(what: str) -> str | None:
 
 
 def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per faulthandler dump and per terminate/what() pair; ``df`` is the output of ``classify()`` or
-    ``classify_many()`` (each row keeps the ``_f`` of its file; dumps are followed per file and rank)."""
+    """One row per faulthandler dump and per terminate/what() pair; ``df`` is the output of ``classify()``."""
     shell = (pl.col("kind") == "plain") & pl.col("_msg").str.contains(SHELL_SIGNAL)
     sel = df.filter(pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | shell
                     | pl.col("_msg").str.contains(LIBCXX_TERMINATE) | pl.col("_msg").str.contains(ANDROID_SIGNAL)).select(
-        "_f", "_rk", "_i", "lineno", "_msg", "kind", "run_id", "path"
+        "_rk", "_i", "lineno", "_msg", "kind", "run_id", "path"
     )
     if sel.height == 0:
         return empty("faults")
@@ -74,14 +73,15 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
         text.str.extract_groups(LIBCXX_TERMINATE).alias("_libcxx"),
         text.str.extract(ANDROID_SIGNAL, 1).alias("_android"),
     )
+    run_id, path = sel["run_id"][0], sel["path"][0]
     rows: list[dict] = []
-    state: dict[tuple, dict] = {}  # per file and rank: the open dump / terminate row
+    state: dict[int, dict] = {}  # per rank: the open dump / terminate row
     for r in sel.iter_rows(named=True):
-        lineno, msg, run_id, path = r["lineno"], r["_msg"], r["run_id"], r["path"]
-        st = state.setdefault((r["_f"], r["_rk"]), {"dump": None, "in_current": False, "term": None})
+        rk, lineno, msg = r["_rk"], r["lineno"], r["_msg"]
+        st = state.setdefault(rk, {"dump": None, "in_current": False, "term": None})
         m = r["_fatal"] if r["_fatal"]["what"] is not None else None
         if m:
-            st["dump"] = {"run_id": run_id, "path": path, "_f": r["_f"], "lineno": lineno, "kind": "fatal_signal",
+            st["dump"] = {"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal",
                           "signal": _signal(m["what"]), "what": m["what"], "_stack": []}
             st["in_current"] = False
             rows.append(st["dump"])
@@ -103,21 +103,21 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
             said = (m["what"] or m["what2"]).lower()
             sig = _signal(said) or {"killed": "SIGKILL", "abort": "SIGABRT",
                                     "illegal hardware instruction": "SIGILL"}.get(said)
-            rows.append({"run_id": run_id, "path": path, "_f": r["_f"], "lineno": lineno, "kind": "fatal_signal", "what": msg[:300],
+            rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal", "what": msg[:300],
                          "signal": sig, "_stack": []})
             continue
         if r["_android"]:
-            rows.append({"run_id": run_id, "path": path, "_f": r["_f"], "lineno": lineno, "kind": "fatal_signal", "what": msg[:300],
+            rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal", "what": msg[:300],
                          "signal": r["_android"], "_stack": []})
             continue
         m = r["_libcxx"] if r["_libcxx"]["type"] is not None else None
         if m:
-            rows.append({"run_id": run_id, "path": path, "_f": r["_f"], "lineno": lineno, "kind": "terminate",
+            rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "terminate",
                          "exc_type": m["type"], "what": m["what"], "_stack": []})
             continue
         m = r["_term"] if r["_is_term"] else None
         if m:
-            st["term"] = {"run_id": run_id, "path": path, "_f": r["_f"], "lineno": lineno, "kind": "terminate",
+            st["term"] = {"run_id": run_id, "path": path, "lineno": lineno, "kind": "terminate",
                           "exc_type": m["type"], "what": None, "_stack": []}
             rows.append(st["term"])
             continue
@@ -126,7 +126,7 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
             if st["term"] is not None and st["term"]["what"] is None:
                 st["term"]["what"] = m["what"]
             else:  # what() without the terminate line (cut log): still a C++ abort
-                rows.append({"run_id": run_id, "path": path, "_f": r["_f"], "lineno": lineno, "kind": "terminate",
+                rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "terminate",
                              "exc_type": None, "what": m["what"], "_stack": []})
     for row in rows:
         stack = row.pop("_stack")

@@ -245,33 +245,12 @@ def split_lines(text: str) -> tuple[list[str], bool]:
 
 def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFrame:
     """Classify ``lines`` (already decoded, terminators removed). Keeps the ``_`` helper columns."""
-    return classify_many([(lines, stream, run_id, path)])
-
-
-def classify_many(files: list[tuple[list[str], str, str, str]]) -> pl.DataFrame:
-    """Classify the lines of several files, each ``(lines, stream, run_id, path)``, in one pass: the rows of every
-    file, in order, with ``_f`` (the file's index in ``files``) and ``_i`` (the line's index in its file). Each line is
-    classified exactly as :func:`classify` of its own file would: every context (blocks, the shared indent) is
-    computed per file, and per rank within it. One pass over many small files costs about what one file costs: the
-    fixed cost of the ~40 regex columns is paid once (``aoti-trace triage`` reads its runs' streams this way)."""
-    if len(files) == 1:
-        lines, stream, run_id, path = files[0]
-        df = pl.DataFrame({"_raw": pl.Series(lines, dtype=pl.String)})
-        if df.height == 0:
-            df = df.with_columns(pl.lit(None, dtype=pl.String).alias("_raw")).clear()
-        df = df.with_row_index("_i").with_columns(pl.lit(0, pl.UInt32).alias("_f"))
-        facts = {"run_id": pl.lit(run_id, pl.String), "stream": pl.lit(stream, pl.String), "path": pl.lit(path, pl.String)}
-    else:
-        df = pl.DataFrame({
-            "_raw": pl.Series([ln for f in files for ln in f[0]], dtype=pl.String),
-            "_f": pl.Series([i for i, f in enumerate(files) for _ in range(len(f[0]))], dtype=pl.UInt32),
-        })
-        df = df.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).over("_f").alias("_i"))
-        facts = {name: pl.lit(pl.Series([f[k] for f in files], dtype=pl.String)).gather(pl.col("_f"))
-                 for k, name in ((1, "stream"), (2, "run_id"), (3, "path"))}
+    df = pl.DataFrame({"_raw": pl.Series(lines, dtype=pl.String)})
+    if df.height == 0:
+        df = df.with_columns(pl.lit(None, dtype=pl.String).alias("_raw")).clear()
     # 1. clean: CR at line end (CRLF), colour codes, decorations (timestamps, CI, rank, logging prefixes),
     # carriage-return overwrites
-    df = df.with_columns(
+    df = df.with_row_index("_i").with_columns(
         pl.col("_raw").str.replace(r"\r$", "").str.replace_all(ANSI, "").alias("_t"),
     )
     df = df.with_columns(pl.col("_t").str.extract(DECORATION, 0).alias("_deco"))
@@ -292,8 +271,9 @@ def classify_many(files: list[tuple[list[str], str, str, str]]) -> pl.DataFrame:
     # Logs copied from CI pages or issue threads are often indented as a whole: remove an indent shared by every
     # non-blank line (a real stderr always has column-0 lines, e.g. 'Traceback' or a glog header).
     lead = pl.col("text").str.len_chars() - pl.col("text").str.strip_chars_start(" ").str.len_chars()
-    common = pl.when(pl.col("text").str.strip_chars() != "").then(lead).min().over("_f").fill_null(0)
-    df = df.with_columns(pl.col("text").str.slice(common))
+    common = df.select(lead.filter(pl.col("text").str.strip_chars() != "").min()).item()
+    if common:
+        df = df.with_columns(pl.col("text").str.slice(common))
     # 2. glog header -> level, src; the rest is the message. IPython tracebacks are rewritten to the standard form.
     parsed = [pl.col("text").str.extract_groups(h) for h in LOG_HEADERS]
     header = pl.coalesce([pl.col("text").str.extract(h, 0) for h in LOG_HEADERS])
@@ -323,7 +303,7 @@ def classify_many(files: list[tuple[list[str], str, str, str]]) -> pl.DataFrame:
         (pl.col("_msg").str.contains(r"^\s") | (pl.col("_msg").str.len_bytes() == 0)).alias("_ws"),
         (pl.col("_msg").str.len_bytes() == 0).alias("_blank"),
     )
-    rk = ["_f", "_rk"]  # context is per file, and per rank within it
+    rk = "_rk"
     # 3. generated code echoed by TORCH_LOGS: in 2.13 every line of the record carries the glog header and the
     # artifact tag. Releases that prefixed only a record's first line print a tagged header ('Output code: ')
     # followed by bare code lines, which continue the block up to the next glog or structural line.
@@ -409,12 +389,14 @@ def classify_many(files: list[tuple[list[str], str, str, str]]) -> pl.DataFrame:
         frame.struct.field("file").alias("_fr_file"),
         frame.struct.field("line").cast(pl.Int32, strict=False).alias("_fr_line"),
         frame.struct.field("func").alias("_fr_func"),
-        *(expr.alias(name) for name, expr in facts.items()),
+        pl.lit(run_id, dtype=pl.String).alias("run_id"),
+        pl.lit(stream, dtype=pl.String).alias("stream"),
+        pl.lit(path, dtype=pl.String).alias("path"),
         (pl.col("_i").cast(pl.Int64) + 1).alias("lineno"),
     )
 
 
-def public(df: pl.DataFrame, *, keep_file: bool = False) -> pl.DataFrame:
-    """The ``lines`` frame: ``classify()`` output without helper columns (``keep_file``: but with ``_f``)."""
+def public(df: pl.DataFrame) -> pl.DataFrame:
+    """The ``lines`` frame: ``classify()`` output without helper columns."""
     return df.select("run_id", "stream", "path", "lineno", "rank", "kind", "level", "src", "prefix", "text",
-                     pl.col("_t").alias("raw"), *(["_f"] if keep_file else []))
+                     pl.col("_t").alias("raw"))

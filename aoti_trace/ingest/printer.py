@@ -31,10 +31,8 @@ def _float(col: str) -> pl.Expr:
 
 
 def printer_frame(df: pl.DataFrame) -> pl.DataFrame:
-    """Printer rows in output order; ``df`` is the output of ``classify()`` or ``classify_many()`` (blocks are
-    followed per file and rank; each row keeps the ``_f`` of its file)."""
-    sel = df.filter(pl.col("kind") == "printer").select("run_id", "path", "lineno", "_f", "_i", "_rk", "_msg")
-    sel = sel.with_row_index("_g")  # a row's position in the selection: unique across files
+    """Printer rows in output order; ``df`` is the output of ``classify()``."""
+    sel = df.filter(pl.col("kind") == "printer").select("run_id", "path", "lineno", "_i", "_rk", "_msg")
     if sel.height == 0:
         return empty("printer")
     head = pl.col("_msg").str.extract_groups(PATTERNS["printer_last_header"])
@@ -51,18 +49,18 @@ def printer_frame(df: pl.DataFrame) -> pl.DataFrame:
         stat.struct.field("value").alias("_value"),
     )
     sel = sel.with_columns(
-        pl.when(pl.col("event").is_not_null()).then(pl.col("_g")).otherwise(None).forward_fill().over("_f", "_rk")
+        pl.when(pl.col("event").is_not_null()).then(pl.col("_i")).otherwise(None).forward_fill().over("_rk")
         .alias("_block")
     ).filter(pl.col("_block").is_not_null())
     heads = sel.filter(pl.col("event").is_not_null()).select(
-        "run_id", "path", "lineno", "_f", "_i", "_rk", "event", "kernel", "arg", "_block"
+        "run_id", "path", "lineno", "_i", "_rk", "event", "kernel", "arg", "_block"
     )
     stats = (
         sel.filter(pl.col("_key").is_in(list(STATS)))
         .group_by("_block")
         .agg(*[pl.col("_value").filter(pl.col("_key") == k).first().alias(v) for k, v in STATS.items()])
     )
-    out = heads.join(stats, on="_block", how="left").sort("_f", "_i").with_columns(
+    out = heads.join(stats, on="_block", how="left").sort("_i").with_columns(
         pl.col("numel").cast(pl.Int64, strict=False),
         _float("mean").alias("mean"), _float("min").alias("min"), _float("max").alias("max"),
     )
@@ -71,14 +69,14 @@ def printer_frame(df: pl.DataFrame) -> pl.DataFrame:
         .fill_null(False).alias("suspicious"),
     )
     out = _mark_last_launch(out)
-    return conform("printer", out.drop([c for c in out.columns if c.startswith("_") and c != "_f"]))
+    return conform("printer", out.drop([c for c in out.columns if c.startswith("_")]))
 
 
 def _mark_last_launch(out: pl.DataFrame) -> pl.DataFrame:
-    """Per file and rank: rows of the last before_launch run whose kernel has no after_launch later on."""
+    """Per rank: rows of the last before_launch run whose kernel has no after_launch later on."""
     events = out["event"].to_list()
     kernels = out["kernel"].to_list()
-    ranks = list(zip(out["_f"].to_list(), out["_rk"].to_list()))
+    ranks = out["_rk"].to_list()
     # a level-2 after_launch block that never printed its statistics did not finish: printing it synchronises
     # the device, which is where an asynchronous CUDA error surfaces
     done = [a is None or n is not None for a, n in zip(out["arg"].to_list(), out["numel"].to_list())]

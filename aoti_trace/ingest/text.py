@@ -13,7 +13,6 @@ import gzip
 import re
 import sys
 import zlib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -33,41 +32,8 @@ FH_LAST = re.compile(r"^(?:\[(?:rank|default)\d+\]:)?Extension modules: .*\(tota
 
 def read_stream(path: Path, stream: str, run_id: str) -> Frames:
     """Read one captured stream (``Path('-')``: standard input; ``.gz``: gzip) into frames."""
-    return read_streams([(path, stream, run_id)])[0]
-
-
-def read_streams(items: list[tuple[Path, str, str]]) -> list[Frames]:
-    """The frames of each ``(path, stream, run_id)``, as :func:`read_stream` of each gives them; the lines of all
-    the streams read whole are classified in one pass (:func:`aoti_trace.ingest.lines.classify_many`), which costs
-    about what one stream costs when they are small (``aoti-trace triage`` reads a batch of runs this way)."""
-    out: list[Frames | None] = [None] * len(items)
-    texts: list[tuple[int, _Text]] = []
-    for k, (path, stream, run_id) in enumerate(items):
-        if stream not in STREAMS:
-            raise ValueError(f"stream must be one of {STREAMS}, not {stream!r}")
-        got = _load(path, stream, run_id)
-        if isinstance(got, Frames):
-            out[k] = got
-        else:
-            texts.append((k, got))
-    for (k, _), frames in zip(texts, _parse([t for _, t in texts])):
-        out[k] = frames
-    return [f if f is not None else Frames() for f in out]
-
-
-@dataclass
-class _Text:
-    """A stream read whole: its bytes, and the damage found while reading them (a damaged gzip stream)."""
-
-    data: bytes
-    stream: str
-    run_id: str
-    path: str
-    damage: list[dict] = field(default_factory=list)
-
-
-def _load(path: Path, stream: str, run_id: str) -> Frames | _Text:
-    """A stream's bytes, or its frames when it is read in chunks (a long file, standard input, a pipe)."""
+    if stream not in STREAMS:
+        raise ValueError(f"stream must be one of {STREAMS}, not {stream!r}")
     from aoti_trace.ingest import text_stream
 
     damage: list[dict] = []
@@ -96,7 +62,10 @@ def _load(path: Path, stream: str, run_id: str) -> Frames | _Text:
             data, detail = _gunzip(data)
             if detail:
                 damage.append(_damage(run_id, str(path), None, "truncated_payload", 1, detail))
-    return _Text(data, stream, run_id, str(path), damage)
+    frames = read_text_bytes(data, stream, run_id, str(path))
+    if damage:
+        frames.add("damage", pl.DataFrame(damage))
+    return frames
 
 
 def _gunzip(data: bytes) -> tuple[bytes, str | None]:
@@ -136,60 +105,27 @@ def clipped_damage(run_id: str, path: str, lineno: int | None, count: int) -> di
 
 def read_text_bytes(data: bytes, stream: str, run_id: str, path: str = "-") -> Frames:
     """Parse captured ``stream`` text given as bytes; ``path`` is recorded in every row."""
-    return _parse([_Text(data, stream, run_id, path)])[0]
-
-
-ASSEMBLED = (("exceptions", exceptions_frame), ("device_asserts", device_asserts_frame), ("faults", faults_frame),
-             ("printer", printer_frame))
-
-
-def _parse(texts: list[_Text]) -> list[Frames]:
-    """The frames of each text: decoded, split and checked one by one, classified and assembled all at once, then
-    split again per text (``_f``: the text's index)."""
-    files: list[tuple[list[str], str, str, str]] = []
-    damages: list[list[dict]] = []
-    for t in texts:
-        run_id, path, stream = t.run_id, t.path, t.stream
-        text, bad_line, bad_count = decode(t.data)
-        lines, complete = L.split_lines(text)
-        damage: list[dict] = []
-        if bad_line is not None:
-            damage.append(_damage(run_id, path, bad_line, "bad_utf8", bad_count,
-                                  f"{bad_count} invalid UTF-8 sequence(s), replaced by U+FFFD; first on line {bad_line}"))
-        if not complete and not FH_LAST.match(lines[-1]):
-            damage.append(_damage(run_id, path, len(lines), "cut_mid_line", 1,
-                                  f"the last line has no line terminator: the {stream} capture may have been cut "
-                                  f"mid-line ({len(lines[-1])} characters: {lines[-1][:80]!r})"))
-        lines, clipped, first_clipped = L.clip_long_lines(lines)
-        if clipped:
-            damage.append(clipped_damage(run_id, path, (first_clipped or 0) + 1, clipped))
-        files.append((lines, stream, run_id, path))
-        damages.append(damage + t.damage)
-    if not files:
-        return []
-    df = L.classify_many(files)
-    parts = {"lines": _split(L.public(df, keep_file=True), len(files))}
+    text, bad_line, bad_count = decode(data)
+    lines, complete = L.split_lines(text)
+    frames = Frames()
+    damage: list[dict] = []
+    if bad_line is not None:
+        damage.append(_damage(run_id, path, bad_line, "bad_utf8", bad_count,
+                              f"{bad_count} invalid UTF-8 sequence(s), replaced by U+FFFD; first on line {bad_line}"))
+    if not complete and not FH_LAST.match(lines[-1]):
+        damage.append(_damage(run_id, path, len(lines), "cut_mid_line", 1,
+                              f"the last line has no line terminator: the {stream} capture may have been cut "
+                              f"mid-line ({len(lines[-1])} characters: {lines[-1][:80]!r})"))
+    lines, clipped, first_clipped = L.clip_long_lines(lines)
+    if clipped:
+        damage.append(clipped_damage(run_id, path, (first_clipped or 0) + 1, clipped))
+    df = L.classify(lines, stream, run_id, path)
+    frames.add("lines", L.public(df))
     if df.height:
-        for name, assemble in ASSEMBLED:
-            parts[name] = _split(assemble(df), len(files))
-    out = []
-    for k, (lines, *_rest) in enumerate(files):
-        frames = Frames()
-        frames.add("lines", parts["lines"][k])
-        if lines:
-            for name, _ in ASSEMBLED:
-                frames.add(name, parts[name][k])
-        if damages[k]:
-            frames.add("damage", pl.DataFrame(damages[k], infer_schema_length=None))
-        out.append(frames)
-    return out
-
-
-def _split(df: pl.DataFrame, n: int) -> list[pl.DataFrame]:
-    """The rows of ``df`` per text (by ``_f``, which is dropped), for texts ``0..n-1`` (an empty frame for a text
-    with no rows)."""
-    if n == 1 or "_f" not in df.columns:  # one text, or no rows (an empty frame has no _f)
-        return [df.drop("_f", strict=False)] * n
-    by_file = df.partition_by("_f", as_dict=True, include_key=False, maintain_order=True)
-    none = df.drop("_f").clear()
-    return [by_file.get((k,), none) for k in range(n)]
+        frames.add("exceptions", exceptions_frame(df))
+        frames.add("device_asserts", device_asserts_frame(df))
+        frames.add("faults", faults_frame(df))
+        frames.add("printer", printer_frame(df))
+    if damage:
+        frames.add("damage", pl.DataFrame(damage, infer_schema_length=None))
+    return frames

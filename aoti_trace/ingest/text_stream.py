@@ -301,7 +301,7 @@ class _Kept:
         for kind, n in df.group_by("kind").len().iter_rows():
             self.kinds[kind] = self.kinds.get(kind, 0) + n
         for name, build in _ASSEMBLED:
-            self._add_rows(name, _compact(build(df).drop("_f", strict=False)))
+            self._add_rows(name, _compact(build(df)))
         public = L.public(df)
         del df
         if self.head_rows < HEAD_LINES:

@@ -50,31 +50,31 @@ def innermost(frames: list[Frame]) -> dict:
 
 
 def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per exception; ``df`` is the output of ``classify()`` or ``classify_many()`` (each row keeps the
-    ``_f`` of its file; chains are followed per file and rank)."""
+    """One row per exception; ``df`` is the output of ``classify()``."""
     sel = df.filter(
         pl.col("_tb_head") | pl.col("_tb_cause") | pl.col("_tb_context") | pl.col("_in_tb") | pl.col("_exc")
         | (pl.col("_exc_owner") >= 0)
-    ).select("_f", "_rk", "_i", "lineno", "_msg", "_tb_head", "_tb_cause", "_tb_context", "_tb_file", "_in_tb", "_exc",
+    ).select("_rk", "_i", "lineno", "_msg", "_tb_head", "_tb_cause", "_tb_context", "_tb_file", "_in_tb", "_exc",
              "_exc_owner", "_fr_file", "_fr_line", "_fr_func", "level", "run_id", "path", "_tb_type")
     if sel.height == 0:
         return empty("exceptions")
+    run_id, path = sel["run_id"][0], sel["path"][0]
     rows: list[dict] = []
-    by_rank: dict[tuple, dict] = {}  # per file and rank: current frames, open chain, pending relation, last frame line
-    by_index: dict[tuple, dict] = {}
+    by_rank: dict[int, dict] = {}  # per rank: current frames, open chain, pending relation, last frame line
+    by_index: dict[int, dict] = {}
 
     def cut(st: dict) -> None:
         """The open traceback ended without its exception line: record what it shows."""
         if st["frames"]:
-            rows.append({"run_id": st["run_id"], "path": st["path"], "_f": st["f"], "lineno": st["last_lineno"], "chain": 0, "chained_by": None,
+            rows.append({"run_id": run_id, "path": path, "lineno": st["last_lineno"], "chain": 0, "chained_by": None,
                          "is_final": True, "complete": False, "exc_type": st.get("tb_type"), "_msg": [""], "level": st["level"],
                          "frames": len(st["frames"]), **innermost(st["frames"])})
         st["frames"] = []
 
-    for (f, rk, i, lineno, msg, head, cause, context, tbf, in_tb, exc, owner, fr_file, fr_line, fr_func, level,
-         run_id, path, tb_type) in sel.iter_rows():
-        st = by_rank.setdefault((f, rk), {"frames": [], "chain": None, "pending": None, "last_lineno": None,
-                                          "level": None, "f": f, "run_id": run_id, "path": path})
+    for (rk, i, lineno, msg, head, cause, context, tbf, in_tb, exc, owner, fr_file, fr_line, fr_func, level,
+         _run, _path, tb_type) in sel.iter_rows():
+        st = by_rank.setdefault(rk, {"frames": [], "chain": None, "pending": None, "last_lineno": None,
+                                     "level": None})
         if head:
             cut(st)
             st["level"] = level
@@ -103,18 +103,18 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
             else:
                 chain = st["chain"] = []
             row = {
-                "run_id": run_id, "path": path, "_f": f, "lineno": lineno, "chain": len(chain), "chained_by": None,
+                "run_id": run_id, "path": path, "lineno": lineno, "chain": len(chain), "chained_by": None,
                 "is_final": True, "complete": True, "exc_type": m["type"] if m else msg[:MAX_LINE],
                 "_msg": [m["msg"] or ""] if m else [""], "level": level if level is not None else st["level"],
                 "frames": len(st["frames"]), **innermost(st["frames"]),
             }
             chain.append(row)
             rows.append(row)
-            by_index[f, i] = row
+            by_index[i] = row
             st["pending"] = None
             st["frames"] = []
-        elif owner >= 0 and (f, owner) in by_index:
-            by_index[f, owner]["_msg"].append(msg)
+        elif owner >= 0 and owner in by_index:
+            by_index[owner]["_msg"].append(msg)
     for st in by_rank.values():
         cut(st)
     for row in rows:
@@ -126,5 +126,5 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
         row["message"] = "\n".join(p.rstrip() for p in parts) if row["complete"] else None
     if not rows:
         return empty("exceptions")
-    rows.sort(key=lambda r: (r["_f"], r["lineno"] or 0))
+    rows.sort(key=lambda r: r["lineno"] or 0)
     return conform("exceptions", pl.DataFrame(rows, infer_schema_length=None))
