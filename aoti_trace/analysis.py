@@ -53,20 +53,22 @@ class Analysis:
         return summary_html(self)
 
 
-def build_frames(runs: list[RunInputs], *, this_host: bool = False) -> Frames:
+def build_frames(runs: list[RunInputs], *, this_host: bool = False, processes: int | None = None) -> Frames:
     """Parse every input of every run into one set of frames keyed by ``run_id``.
 
     A run's packages are compared with the machine the run loaded them on (its capture manifest), or with this
     machine when ``this_host`` (:func:`aoti_trace.ingest.package.package_frames`). Frames read from files that these
     point at (generated code, chromium events, the user's source) are derived on
     first use (:func:`derive_file_frames`). Each frame is concatenated once at the end (appending input by input costs time quadratic in the number of
-    inputs); the trace files are read in parallel when there are many (:mod:`aoti_trace.parallel`).
+    inputs); the trace files are read in parallel when there are many (:mod:`aoti_trace.parallel`), on ``processes``
+    worker processes (default: one per core; ``1``: in this process).
     """
     from aoti_trace.ingest import divergence, failure, process, text
     from aoti_trace.parallel import read_traces
 
     frames = _Parts()
-    traces = read_traces([(run.trace_files, run.run_id) for run in runs if run.trace_files and not run.is_empty()])
+    traces = read_traces([(run.trace_files, run.run_id) for run in runs if run.trace_files and not run.is_empty()],
+                         processes)
     for run in runs:
         if run.skipped:  # found by discovery but not read: a FIFO, an unreadable file, a link out of the folder
             frames.add("damage", pl.DataFrame([

@@ -376,13 +376,24 @@ def empty(name: str) -> pl.DataFrame:
 
 
 def conform(name: str, df: pl.DataFrame) -> pl.DataFrame:
-    """Cast ``df`` to the schema of ``name``: add missing columns as nulls, order columns, keep extras last."""
+    """Cast ``df`` to the schema of ``name``: add missing columns as nulls, order columns, keep extras last.
+    A frame that already has that form is returned as it is."""
     target = schema(name)
-    cols = [
-        (pl.col(c).cast(t) if c in df.columns else pl.lit(None, dtype=t)).alias(c) for c, t in target.items()
-    ]
-    extra = [c for c in df.columns if c not in target]
-    return df.select(*cols, *extra)
+    have = df.schema
+    n = len(target)
+    if len(have) >= n and list(have.items())[:n] == list(target.items()) and not any(c in target for c in
+                                                                                    df.columns[n:]):
+        return df
+    return df.select(_conform_exprs(name, tuple(df.columns)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _conform_exprs(name: str, columns: tuple[str, ...]) -> list[pl.Expr]:
+    """The select of :func:`conform` for a frame with ``columns`` (building Polars expressions costs more than
+    running them on a small frame, and the same few column sets come again and again)."""
+    target = schema(name)
+    cols = [(pl.col(c).cast(t) if c in columns else pl.lit(None, dtype=t)).alias(c) for c, t in target.items()]
+    return cols + [pl.col(c) for c in columns if c not in target]
 
 
 class Derived:

@@ -38,12 +38,13 @@ def workers() -> int:
         return os.cpu_count() or 1
 
 
-def read_traces(jobs: list[tuple[list[Path], str]]) -> Iterator[Frames]:
-    """The trace frames of each ``(files, run_id)`` job, in order."""
+def read_traces(jobs: list[tuple[list[Path], str]], processes: int | None = None) -> Iterator[Frames]:
+    """The trace frames of each ``(files, run_id)`` job, in order. ``processes``: worker processes to read them with
+    (default :func:`workers`; ``1``: in this process, e.g. inside a worker of a pool that already uses every core)."""
     from aoti_trace.ingest.trace import read_trace
 
     files = [(Path(path), run_id, j) for j, (paths, run_id) in enumerate(jobs) for path in paths]
-    n = workers()
+    n = workers() if processes is None else processes
     if len(files) < PARALLEL_MIN_FILES or n < 2:
         for paths, run_id in jobs:  # file by file, concatenated once (read_trace of many files appends each)
             yield _concat([read_trace([path], run_id) for path in paths])

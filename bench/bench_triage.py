@@ -5,8 +5,10 @@ python3 bench/bench_triage.py [--runs 10000] [--dest DIR] [--configs local1,loca
 The corpus is built by aoti_trace.fleet.corpus.build_corpus: byte copies of every fixture run (fixtures/cases,
 fixtures/public, fixtures/holdout), round-robin, under host=hNNN/model=mNN/rank=R folders. Each configuration is
 run through the CLI end to end (a fresh process: import, discovery, analysis, tables, Parquet) with -f json -o;
-the table prints wall time, the analysis time the CLI reports, runs/s of both, `uptime` before each, and whether
+the table prints wall time, the analysis time the CLI reports, runs/s of both, the CPU seconds of the CLI and its
+pool workers (not Ray's), the load average before each, and whether
 the Ray and local signature tables are identical. --engine ray runs a local Ray instance (RAY_ADDRESS unset).
+The CLI runs this checkout's code (PYTHONPATH), not an installed aoti-trace.
 """
 
 from __future__ import annotations
@@ -33,7 +35,11 @@ CONFIGS = {"local1": ["--engine", "local", "-j", "1"], "local2": ["--engine", "l
 
 
 def uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    """The load average (1/5/15 min) from /proc/loadavg, else `uptime`."""
+    try:
+        return "load " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 def main() -> None:
@@ -54,6 +60,8 @@ def main() -> None:
               f"{time.perf_counter() - t:.0f} s at {corpus}", flush=True)
     exe = [sys.executable, "-m", "aoti_trace", "triage", str(corpus), "-f", "json"]
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    # the code of this checkout, not an installed aoti-trace (python -m resolves from PYTHONPATH first)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     rows = []
     for name in args.configs.split(","):
         if name not in CONFIGS and name.startswith("local"):  # localN: N workers

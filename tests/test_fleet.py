@@ -75,6 +75,31 @@ def test_batch_equals_each_run_alone():
     assert sum(1 for run, _ in together if run["primary_rule"]) >= len(runs) // 2
 
 
+def test_a_batch_reads_its_traces_in_its_own_process(monkeypatch):
+    """An engine worker is already one of N processes: a batch with many trace files must not start a pool."""
+    from aoti_trace import parallel
+
+    pools = []
+
+    def no_pool(files, n):  # analyse_batch never raises: record the call instead
+        pools.append(n)
+        raise OSError("no pool here")
+
+    monkeypatch.setenv(parallel.WORKERS_ENV, "4")
+    monkeypatch.setattr(parallel, "_read_parallel", no_pool)
+    runs = [r for r in source_runs([ROOT / "fixtures/cases"]) if r.trace_files]
+    batch, files = [], 0
+    for r in runs:
+        batch.append(r)
+        files += len(r.trace_files)
+        if files >= parallel.PARALLEL_MIN_FILES:
+            break
+    assert files >= parallel.PARALLEL_MIN_FILES
+    results = analyse_batch(batch)
+    assert pools == []
+    assert [row["error"] for row, _ in results] == [None] * len(batch)
+
+
 def test_run_facts_from_hive_folders_and_torchrun(tmp_path):
     d = tmp_path / "host=h07" / "model=bert" / "rank=3" / "run1"
     d.mkdir(parents=True)
@@ -161,3 +186,65 @@ def test_cli_user_errors_exit_2_with_one_line(tmp_path):
     r = subprocess.run([*cmd, str(ROOT / "fixtures/cases/nan_assert"), "--since", str(tmp_path / "prev.parquet")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--since" in r.stderr
+
+
+def _triage_of(rows: list[tuple[dict, list[dict]]]):
+    from aoti_trace.fleet.triage import Triage, frames_of, signature_table
+
+    runs, findings = frames_of(rows)
+    return Triage(runs, findings, signature_table(findings, runs), "local", 1, 2.0, ["fleet"])
+
+
+def _finding_row(run_id: str, message: str, **kw) -> dict:
+    return {"run_id": run_id, "rule_id": "AOTI-E005", "rule_name": "unchecked-matmul-shapes",
+            "family": "shape_mismatch", "severity": "error", "primary": True, "title": "A matmul got bad shapes",
+            "message": message, "remedy": "Rerun with `AOTI_RUNTIME_CHECK_INPUTS=1`.", "kernel": None,
+            "op": None, "exc_type": None, "evidence": None, "ranks": [], "first_rank": None, **kw}
+
+
+def test_html_page_has_one_row_per_signature_with_its_facts_and_escapes_log_text():
+    from datetime import datetime, timezone
+
+    from aoti_trace.fleet.html import render_html
+
+    t0, t1 = datetime(2026, 11, 30, 5, 6, tzinfo=timezone.utc), datetime(2026, 12, 1, 10, 21, tzinfo=timezone.utc)
+    run = {"root": "fleet", "model": "m1", "exit_code": 1, "findings": 1, "primary_rule": "AOTI-E005", "error": None}
+    rows = [
+        ({**run, "run_id": "host=h1/r1", "host": "h1", "rank": 0, "started": t0},
+         [_finding_row("host=h1/r1", "shapes cannot be multiplied (3x9 and 8x4)")]),
+        ({**run, "run_id": "host=h2/r2", "host": "h2", "rank": 3, "started": t1},
+         [_finding_row("host=h2/r2", "shapes cannot be multiplied (5x7 and 2x2)")]),
+        ({**run, "run_id": "host=h2/<b>r3</b>", "host": "h2", "rank": 1, "started": t1},
+         [_finding_row("host=h2/<b>r3</b>", "<script>alert(1)</script> failed", rule_id="AOTI-X001")]),
+    ]
+    result = _triage_of(rows)
+    page = render_html(result)
+    assert page.startswith("<!DOCTYPE html>") and "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert "<script" not in page and "&lt;script&gt;alert(" in page  # the template masks the rest
+    assert "host=h2/&lt;b&gt;r3&lt;/b&gt;" in page  # run folders are log text too
+    assert page.count("<tbody>") == 1 and page.count("<tr>") == 1 + result.signatures.height == 3
+    matmul = result.signatures.filter(pl.col("rule_id") == "AOTI-E005").row(0, named=True)
+    assert matmul["runs"] == 2
+    assert "shapes cannot be multiplied (&lt;n&gt;x&lt;n&gt; and &lt;n&gt;x&lt;n&gt;)" in page
+    assert f"sig {matmul['signature']}" in page and "66.7%" in page and "33.3%" in page
+    assert "2026-11-30 05:06<br>2026-12-01 10:21" in page  # first / last seen
+    assert "2 hosts, 1 models" in page and "ranks 0, 3" in page
+    assert "<code>host=h1/r1</code>" in page  # the example run: the earliest
+    assert "<p>Rerun with <code>AOTI_RUNTIME_CHECK_INPUTS=1</code>.</p>" in page  # the remedy, as Markdown
+    assert "3 runs, 3 with a primary finding" in page and "<th>since</th>" not in page
+    since = compare(result.signatures, result.signatures.filter(pl.col("rule_id") == "AOTI-E005")
+                    .with_columns(pl.lit(1, pl.UInt32).alias("runs")))
+    page = render_html(result, since)
+    assert "<th>since</th>" in page and "changed (was 1)" in page and ">new</td>" in page
+
+
+def test_cli_html_format(corpus, tmp_path, capsys):
+    small = tmp_path / "small"
+    shutil.copytree(corpus / "host=h002", small / "host=h002")
+    with pytest.raises(SystemExit) as e:
+        main(["triage", str(small), "-j", "1", "-f", "html"])
+    assert e.value.code == 0
+    page = capsys.readouterr().out
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    runs = sum(1 for p in (small / "host=h002").glob("*/*/*") if p.is_dir())
+    assert f"triage: {runs} runs" in page and '<table class="list">' in page

@@ -18,7 +18,7 @@ from aoti_trace.cli.options import format_option, out_option, rules_options
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="local engine: worker processes (default: CPUs)")
 @click.option("--address", help="ray engine: cluster address (auto, ray://host:10001); default RAY_ADDRESS")
 @click.option("--since", type=click.Path(path_type=Path), help="an earlier signatures.parquet: mark new/gone/changed")
-@format_option(["text", "json"], "text")
+@format_option(["text", "json", "html"], "text")
 @out_option("folder for runs.parquet, findings.parquet, signatures.parquet", file_okay=False)
 @rules_options
 def triage_cmd(roots, engine, jobs, address, since, fmt, out, rules_paths, no_builtin_rules) -> None:
@@ -43,4 +43,9 @@ def triage_cmd(roots, engine, jobs, address, since, fmt, out, rules_paths, no_bu
     table = compare(result.signatures, previous) if previous is not None else None
     if out is not None:
         write(result, out)
-    click.echo(render.render_json(result, table) if fmt == "json" else render.render_text(result, table), nl=False)
+    if fmt == "html":
+        from aoti_trace.fleet.html import render_html
+
+        click.echo(render_html(result, table), nl=False)
+    else:
+        click.echo(render.render_json(result, table) if fmt == "json" else render.render_text(result, table), nl=False)

@@ -116,7 +116,8 @@ def _analyse(runs: list[RunInputs], rules_path: str | None) -> list[tuple[dict, 
     from aoti_trace import engine
     from aoti_trace.analysis import build_frames
 
-    frames = build_frames(runs)
+    # this process is already one of the engine's workers: its traces are read here, not on a pool of its own
+    frames = build_frames(runs, processes=1)
     findings = engine.evaluate(_rules(rules_path), frames)
     proc = frames["process"].filter(pl.col("exit_code").is_not_null())
     codes = dict(zip(proc["run_id"].to_list(), proc["exit_code"].to_list()))
