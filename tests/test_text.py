@@ -317,3 +317,18 @@ def test_python_warning_and_its_source_line():
     f = read("torch_userwarning.stderr.txt")
     assert f["lines"]["kind"].to_list() == ["warning", "warning"]
     assert f["exceptions"].height == 0
+
+
+@pytest.mark.parametrize("text, signal, lineno", [
+    # the header alone (fixtures/public/blind12/pytorch_113740_...: the 'Caught signal' line was not posted)
+    ("BFD: DWARF error: section .debug_info is larger than its filesize!\n==== backtrace (tid:3341850) ====\n"
+     " 0 0x0000000000042520 __sigaction()  ???:0\n 6 0x0000000000001873 launch()  main.c:0\n", None, 2),
+    # UCX's signal line, then its backtrace: one fault, with the signal
+    ("[node1:12345:0:12345] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)\n"
+     "==== backtrace (tid:  12345) ====\n 0 0x0000000000042520 __sigaction()  ???:0\n", "SIGSEGV", 1),
+])
+def test_ucx_crash_handler_is_a_fatal_signal(text, signal, lineno):
+    faults = read_text_bytes(text.encode(), "stderr", "u")["faults"]
+    assert faults.height == 1
+    row = faults.row(0, named=True)
+    assert (row["kind"], row["signal"], row["lineno"]) == ("fatal_signal", signal, lineno)

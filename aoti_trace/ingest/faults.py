@@ -6,6 +6,7 @@
 * ``terminate called after throwing an instance of '...'`` / ``what():`` pairs, and libc++'s one-line form
   (``libc++abi: terminating due to uncaught exception of type T: what``).
 * Android's ``Fatal signal 11 (SIGSEGV) ...`` crash line.
+* UCX's crash handler: ``Caught signal 11 (Segmentation fault: ...)`` and its ``==== backtrace (tid:N) ====``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ LIBCXX_TERMINATE = (r"^(?:libc\+\+abi: )?terminating (?:due to|with) uncaught ex
 # Android's crash line (logcat, tag libc): 'Fatal signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0 ...'
 ANDROID_SIGNAL = r"^Fatal signal \d+ \((?P<sig>SIG[A-Z]+)\)"
 WHAT = r"^\s*what\(\):\s+(?P<what>.*)$"
+# UCX's crash handler (loaded with NCCL/MPI/UCC transports): '[host:pid:0:tid] Caught signal 11 (Segmentation fault:
+# address not mapped ...)', then '==== backtrace (tid:3341850) ====' and native frames. It prints the backtrace only
+# when the process dies (a fatal signal, or UCX's own fatal error): a log pasted from the header on is still a crash
+UCX_SIGNAL = r"\bCaught signal (?P<num>[0-9]{1,2}) \((?P<name>[A-Za-z][A-Za-z -]*)"
+UCX_BACKTRACE = r"^==== backtrace \(tid: *[0-9]+\) ====\s*$"
+UCX_SIGNALS = {"4": "SIGILL", "6": "SIGABRT", "7": "SIGBUS", "8": "SIGFPE", "11": "SIGSEGV"}
 # the shell's report of a child killed by a signal: 'Segmentation fault (core dumped)' on its own line, bash's job
 # line './run.sh: line 34:  1930 Aborted                 (core dumped) cmd ...', zsh's '[1]    10753 killed     cmd'
 # and 'zsh: segmentation fault  cmd' (and 'Segfault (core dumped)', as people retype it)
@@ -56,12 +63,13 @@ def _signal(what: str) -> str | None:
 def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
     """One row per faulthandler dump and per terminate/what() pair; ``df`` is the output of ``classify()``."""
     shell = (pl.col("kind") == "plain") & pl.col("_msg").str.contains(SHELL_SIGNAL)
-    # the three patterns are matched only on lines classify() marked as possibly matching (lines.LOUD_ELSEWHERE)
+    # the patterns are matched only on lines classify() marked as possibly matching (lines.LOUD_ELSEWHERE)
     sel = df.select("_rk", "_i", "lineno", "_msg", "kind", "run_id", "path", "_what", "_elsewhere").filter(
         pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | pl.col("_elsewhere")
     ).filter(
         pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | shell
         | pl.col("_msg").str.contains(LIBCXX_TERMINATE) | pl.col("_msg").str.contains(ANDROID_SIGNAL)
+        | pl.col("_msg").str.contains(UCX_SIGNAL) | pl.col("_msg").str.contains(UCX_BACKTRACE)
     ).drop("_what", "_elsewhere")
     if sel.height == 0:
         return empty("faults")
@@ -75,13 +83,14 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
         text.str.extract_groups(WHAT).alias("_whatm"),
         text.str.extract_groups(LIBCXX_TERMINATE).alias("_libcxx"),
         text.str.extract(ANDROID_SIGNAL, 1).alias("_android"),
+        text.str.extract_groups(UCX_SIGNAL).alias("_ucx"), text.str.contains(UCX_BACKTRACE).alias("_ucx_bt"),
     )
     run_id, path = sel["run_id"][0], sel["path"][0]
     rows: list[dict] = []
     state: dict[int, dict] = {}  # per rank: the open dump / terminate row
     for r in sel.iter_rows(named=True):
         rk, lineno, msg = r["_rk"], r["lineno"], r["_msg"]
-        st = state.setdefault(rk, {"dump": None, "in_current": False, "term": None})
+        st = state.setdefault(rk, {"dump": None, "in_current": False, "term": None, "ucx": None})
         m = r["_fatal"] if r["_fatal"]["what"] is not None else None
         if m:
             st["dump"] = {"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal",
@@ -108,6 +117,18 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
                                     "illegal hardware instruction": "SIGILL"}.get(said)
             rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal", "what": msg[:300],
                          "signal": sig, "_stack": []})
+            continue
+        m = r["_ucx"] if r["_ucx"]["num"] in UCX_SIGNALS else None
+        if m:
+            st["ucx"] = {"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal", "what": msg[:300],
+                         "signal": UCX_SIGNALS[m["num"]], "_stack": []}
+            rows.append(st["ucx"])
+            continue
+        if r["_ucx_bt"]:  # the backtrace of the signal reported just above, else a crash whose signal was not posted
+            if st["ucx"] is None or lineno - st["ucx"]["lineno"] > 3:
+                rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal",
+                             "what": msg.strip()[:300], "signal": None, "_stack": []})
+            st["ucx"] = None
             continue
         if r["_android"]:
             rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal", "what": msg[:300],

@@ -25,7 +25,7 @@ import re
 
 import polars as pl
 
-from aoti_trace.ingest.faults import ANDROID_SIGNAL, LIBCXX_TERMINATE, SHELL_SIGNAL
+from aoti_trace.ingest.faults import ANDROID_SIGNAL, LIBCXX_TERMINATE, SHELL_SIGNAL, UCX_BACKTRACE, UCX_SIGNAL
 
 # ---------------------------------------------------------------------------------------------- line cleanup
 ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
@@ -132,7 +132,13 @@ PATTERNS: dict[str, str] = {
     # an application's error report that carries the exception ('Error during model prediction: CompilationError: ..')
     "error_report": (r"^Error(?: [a-z][\w ]{0,40})?: (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b"
                      # ComfyUI's report of a node that raised ('!!! Exception during processing !!! <message>')
-                     r"|^!!! Exception during processing !!! \S"),
+                     r"|^!!! Exception during processing !!! \S"
+                     # Dynamo's wrapper message flattened onto one line by a UI or a paste ('<node> backend='inductor'
+                     # raised: FileNotFoundError: ...'): the exception it announces follows on the same line
+                     r"|\bbackend='\w+' raised: (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b"
+                     # a test report table's row whose cell is the exception ('test_x.py | TestX | test_y |
+                     # torch._inductor.exc.InductorError: RuntimeError: ...')
+                     r"|\S \| (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception): \S"),
     # ExecuTorch's ET_CHECK failing (it aborts the process): 'In function CheckOk(), assert failed: hasValue_'
     "et_check": r"^In function \w+\(\), assert failed",
     # a CI runner's closing line for a failed step (GitHub Actions): an exit status, not the error itself
@@ -263,7 +269,7 @@ FLAGS: tuple[str, ...] = (
 )
 # Patterns that faults.py matches on the message of any line: a line that can match one of them is never quiet
 # (below), and the flag ``_elsewhere`` marks it, so that reader matches them only on the lines so marked.
-LOUD_ELSEWHERE: tuple[str, ...] = (SHELL_SIGNAL, LIBCXX_TERMINATE, ANDROID_SIGNAL)
+LOUD_ELSEWHERE: tuple[str, ...] = (SHELL_SIGNAL, LIBCXX_TERMINATE, ANDROID_SIGNAL, UCX_SIGNAL, UCX_BACKTRACE)
 
 
 def _uncaptured(pattern: str) -> str:
