@@ -25,14 +25,17 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from aoti_trace.errors import InputError
-from aoti_trace.findings import FAMILIES
+from aoti_trace.vocabulary import FAMILIES
 from aoti_trace.frames import Frames, conform
+
+if TYPE_CHECKING:
+    from aoti_trace.library.loader import RulesSource
 
 MODES = ("message", "frame")
 Mode = Literal["message", "frame"]
@@ -230,7 +233,7 @@ class Coverage:
         return [r for r in self.counted if not r.covered]
 
 
-def analyse(messages: list[Message], modes: tuple[str, ...] = MODES, rules_path: Path | None = None
+def analyse(messages: list[Message], modes: tuple[str, ...] = MODES, rules_path: RulesSource = None
             ) -> dict[str, Coverage]:
     """Build every message's log in every mode, read them all into one ``Frames`` (one run per message and
     mode) and evaluate the rules once."""
@@ -273,7 +276,7 @@ def cluster_key(msg: Message) -> str:
     return " ".join(words[:4]) or msg.template[:40]
 
 
-def miss_clusters(cov: Coverage) -> list[dict]:
+def miss_clusters(cov: Coverage) -> list[dict[str, Any]]:
     """Misses grouped by (family, exception type, cluster key), largest first."""
     groups: dict[tuple[str, str, str], list[Result]] = {}
     for r in cov.misses():
@@ -295,7 +298,7 @@ def _module(path: str) -> str:
     return "/".join(parts[:3]) + "/" if len(parts) > 3 else path
 
 
-def miss_groups(cov: Coverage) -> list[dict]:
+def miss_groups(cov: Coverage) -> list[dict[str, Any]]:
     """Misses grouped by (family, exception type, raising module): what one routing rule would cover."""
     groups: dict[tuple[str, str, str], list[Result]] = {}
     for r in cov.misses():
@@ -308,16 +311,16 @@ def miss_groups(cov: Coverage) -> list[dict]:
     return out
 
 
-def report(covs: dict[str, Coverage], family: str | None = None, misses: bool = False, limit: int = 30) -> dict:
+def report(covs: dict[str, Coverage], family: str | None = None, misses: bool = False, limit: int = 30) -> dict[str, Any]:
     """The JSON form of a coverage run (what ``aoti-trace rules coverage -f json`` prints)."""
-    out: dict = {"schema": "aoti-trace.coverage/v1", "modes": {}}
+    out: dict[str, Any] = {"schema": "aoti-trace.coverage/v1", "modes": {}}
     for mode, cov in covs.items():
         fams = cov.by_family()
         if family:
             fams = {k: v for k, v in fams.items() if k == family}
         counted = sum(v[1] for v in fams.values())
         covered = sum(v[0] for v in fams.values())
-        entry: dict = {
+        entry: dict[str, Any] = {
             "counted": counted, "covered": covered, "share": round(covered / counted, 4) if counted else 0.0,
             "families": {k: {"covered": c, "counted": n} for k, (c, n) in fams.items()},
         }
@@ -330,7 +333,7 @@ def report(covs: dict[str, Coverage], family: str | None = None, misses: bool = 
     return out
 
 
-def render_text(rep: dict) -> str:
+def render_text(rep: dict[str, Any]) -> str:
     lines = []
     for mode, e in rep["modes"].items():
         lines.append(f"mode {mode}: {e['covered']}/{e['counted']} catalogued messages routed to their family "
@@ -350,5 +353,5 @@ def render_text(rep: dict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def dumps(rep: dict) -> str:
+def dumps(rep: dict[str, Any]) -> str:
     return json.dumps(rep, indent=2)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 import polars as pl
@@ -168,7 +169,7 @@ class Matches:
     flagged: dict[str, pl.DataFrame]  # frame -> frame with ROW and predicate columns
 
 
-def match(plan: Plan, frames: Frames, runs: list[str], applies: dict[str, list[str] | None]) -> Matches:
+def match(plan: Plan, frames: Frames, runs: list[str], applies: Mapping[str, list[str] | None]) -> Matches:
     """Evaluate every rule of ``plan`` over ``frames``: which rules hit which runs.
 
     ``applies`` maps rule id to the runs the rule applies to (torch range), or None for all runs.

@@ -14,6 +14,7 @@ the engine's built-in failure rules (:mod:`aoti_trace.engine.failure_rules`) rep
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import polars as pl
 
@@ -32,7 +33,7 @@ TEXT_PHASES: list[tuple[str, str]] = [
     ("load", r"create_func_\(|AOTInductorModelContainerCreate|update_constant_buffer|AOTIModelPackageLoader"),
 ]
 # exception types and message heads that tell the phase when the frames do not (bounded Python re on one line)
-TYPE_PHASES: list[tuple[str, re.Pattern]] = [
+TYPE_PHASES: list[tuple[str, re.Pattern[str]]] = [
     ("lowering", re.compile(r"LoweringException|MissingOperatorWith(?:out)?Decomp")),
     ("autotune", re.compile(r"\b[Aa]utotuning\b|NoTritonConfigsError|benchmark_in_\w+_process")),
     ("build", re.compile(r"CppCompileError|InvalidCxxCompiler|CUDACompileError|CompilationError|PTXASError"
@@ -59,8 +60,8 @@ def _first_line(text: str | None) -> str:
     return ""
 
 
-def _by_run(df: pl.DataFrame) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
+def _by_run(df: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
     for row in df.to_dicts():
         out.setdefault(row["run_id"], []).append(row)
     return out
@@ -161,7 +162,7 @@ def _last_worded_before(lines: pl.DataFrame, ci_exit: pl.DataFrame, window: int 
     return out
 
 
-def _cpp_origin(exc: dict | None) -> str | None:
+def _cpp_origin(exc: dict[str, Any] | None) -> str | None:
     """The C++ source file of a c10 error ('Exception raised from <func> at <file>:<line>' in its message)."""
     message = (exc or {}).get("message") or ""
     i = message.find("Exception raised from ")
@@ -215,10 +216,10 @@ def _typed_phase(head: str, exc_type: str, wrapper_type: str) -> str | None:
     return next((phase for phase, pattern in TYPE_PHASES if pattern.search(head)), None)
 
 
-def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict], asserts: list[dict],
-             compiles: list[dict], errors: list[dict], hint: str | None, reported: list[dict],
-             ci_exit: list[dict], worded: list[dict], aborts: list[dict], fatal_logs: list[dict],
-             catalogue: bool = True) -> dict | None:
+def _failure(run: str, process: list[dict[str, Any]], excs: list[dict[str, Any]], faults: list[dict[str, Any]], asserts: list[dict[str, Any]],
+             compiles: list[dict[str, Any]], errors: list[dict[str, Any]], hint: str | None, reported: list[dict[str, Any]],
+             ci_exit: list[dict[str, Any]], worded: list[dict[str, Any]], aborts: list[dict[str, Any]], fatal_logs: list[dict[str, Any]],
+             catalogue: bool = True) -> dict[str, Any] | None:
     proc = process[0] if process else {}
     code, sig = proc.get("exit_code"), proc.get("signal")
     if code is None and ci_exit:  # the CI runner's closing line gives the exit status the log itself does not
@@ -273,7 +274,7 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
     if not signals:
         return None
 
-    row: dict = {"run_id": run, "path": None, "lineno": None, "signals": ",".join(signals), "exc_type": None}
+    row: dict[str, Any] = {"run_id": run, "path": None, "lineno": None, "signals": ",".join(signals), "exc_type": None}
     logged_by = ""  # the source file of a fatal log line, when that line says what failed
     exc = complete[-1] if complete else (cut[-1] if cut else None)
     # what failed

@@ -198,7 +198,7 @@ class PackageInfo(BaseModel):
     models: list[ModelInfo] = Field(default_factory=list)
     issues: list[Issue] = Field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
 
 
@@ -588,7 +588,7 @@ def host_rows(h: host_mod.HostInfo) -> list[tuple[str, str | None, str]]:
     return rows
 
 
-def _rows_frame(rows: list[dict]) -> pl.DataFrame:
+def _rows_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"run_id": pl.String, "path": pl.String, "lineno": pl.Int64, "model": pl.String,
                                       "item": pl.String, "key": pl.String, "value": pl.String, "entry": pl.String})
 
@@ -603,8 +603,8 @@ def package_frames(path: str | Path, run_id: str, host: host_mod.HostInfo | None
     path = Path(path)
     h = host
     frames = Frames()
-    rows: list[dict] = []
-    damage: list[dict] = []
+    rows: list[dict[str, Any]] = []
+    damage: list[dict[str, Any]] = []
 
     def row(model: str | None, key: str, item: str | None, value: str, entry: str | None = None,
             line: int | None = None) -> None:

@@ -16,7 +16,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -71,7 +71,7 @@ def evidence_location(ev: Evidence) -> str:
 
 def severity_counts(findings, sep: str = ", ") -> str:  # type: ignore[no-untyped-def]
     """'1 error, 0 warnings, 2 info': the one wording of the finding counts in every format."""
-    from aoti_trace.findings import SEVERITIES
+    from aoti_trace.vocabulary import SEVERITIES
 
     plural = {"error": "errors", "warning": "warnings", "info": "info"}
     counts = {s: sum(f.severity == s for f in findings) for s in SEVERITIES}
@@ -119,7 +119,7 @@ class Location:
     kind: str  # 'user' (user's source frame) | 'evidence' (the log line the evidence came from)
 
 
-def _row_at(df: pl.DataFrame, run_id: str, path: str | None, line: int | None) -> dict | None:
+def _row_at(df: pl.DataFrame, run_id: str, path: str | None, line: int | None) -> dict[str, Any] | None:
     if df.height == 0 or path is None or line is None:
         return None
     hit = df.filter((pl.col("run_id") == run_id) & (pl.col("path") == path) & (pl.col("lineno") == line))
@@ -411,7 +411,7 @@ def timelines(analysis: Analysis, max_events: int = MAX_CHROMIUM_EVENTS) -> list
         rows = ev.filter(pl.col("run_id") == run_id)
         truncated = rows.height > max_events
         rows = rows.head(max_events)
-        groups: dict[tuple, list[tuple[int, dict]]] = {}
+        groups: dict[tuple[Any, ...], list[tuple[int, dict[str, Any]]]] = {}
         for path in rows["path"].unique(maintain_order=True).to_list():
             for row in rows.filter(pl.col("path") == path).rows(named=True):
                 text = row["payload"]
@@ -447,7 +447,7 @@ def _finite(v: object) -> bool:
         return False
 
 
-def _spans(events: list[dict]) -> list[Span]:
+def _spans(events: list[dict[str, Any]]) -> list[Span]:
     spans: list[Span] = []
     stacks: dict[object, list[tuple[str, float]]] = {}
     last_ts = max(float(d["ts"]) for d in events)

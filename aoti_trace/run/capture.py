@@ -39,6 +39,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 SCHEMA = "aoti-trace.capture/v1"
 PROBE_SCRIPT = Path(__file__).with_name("probe.py")  # run with the command's own Python
@@ -47,7 +48,7 @@ PROBE_TIMEOUT_S = 120.0
 READER_DRAIN_S = 10.0
 MAX_DRAIN_READS = 256  # reads of up to 64 KiB each after the readers are told to stop
 # The child gets its own process group, so a timeout or a second Ctrl-C can end it with all its workers.
-_NEW_GROUP: dict = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+_NEW_GROUP: dict[str, Any] = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
 
 # Always set for a capture.
 BASE_ENV = {
@@ -154,7 +155,7 @@ def glibcxx_version(data: bytes) -> str | None:
     return "GLIBCXX_" + ".".join(map(str, max(found))) if found else None
 
 
-def _suggest(logs: str, facts: dict) -> str:
+def _suggest(logs: str, facts: dict[str, Any]) -> str:
     valid = facts.get("logs_valid") or []
     names = [n.strip().lstrip("+-") for n in logs.split(",")]
     bad = [n for n in names if n and n not in valid and "." not in n]
@@ -248,7 +249,7 @@ def system_facts(facts: dict[str, object], env: dict[str, str]) -> dict[str, obj
 # --------------------------------------------------------------------------- capture
 
 
-def _pump(src, sink, echo_to, stop: threading.Event, state: dict) -> None:
+def _pump(src, sink, echo_to, stop: threading.Event, state: dict[str, Any]) -> None:
     """Copy bytes from a pipe to a file (and a terminal), flushing each chunk as it arrives.
 
     Returns at end of file, or soon after ``stop`` is set (having first copied whatever the pipe still holds);
@@ -285,7 +286,7 @@ def _pump(src, sink, echo_to, stop: threading.Event, state: dict) -> None:
                 echo_to = None  # the terminal went away; keep capturing to the file
 
 
-def _write_json(path: Path, data: dict) -> None:
+def _write_json(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
@@ -391,7 +392,7 @@ def capture(
 
     stdout_f = open(out / "stdout.txt", "wb", buffering=0)
     stderr_f = open(out / "stderr.txt", "wb", buffering=0)
-    state: dict = {"interrupted": False, "signals": 0, "pgid": None}
+    state: dict[str, Any] = {"interrupted": False, "signals": 0, "pgid": None}
 
     def _forward(signum, _frame) -> None:
         state["interrupted"] = True
@@ -431,7 +432,7 @@ def capture(
     echo_err = getattr(sys.stderr, "buffer", None) if echo else None
     echo_out = echo_err if echo == "stderr" else getattr(sys.stdout, "buffer", None) if echo else None
     stop = threading.Event()
-    pumped: dict[str, dict] = {"stdout": {"eof": False}, "stderr": {"eof": False}}
+    pumped: dict[str, dict[str, Any]] = {"stdout": {"eof": False}, "stderr": {"eof": False}}
     readers = [
         threading.Thread(target=_pump, args=(proc.stdout, stdout_f, echo_out, stop, pumped["stdout"]), daemon=True),
         threading.Thread(target=_pump, args=(proc.stderr, stderr_f, echo_err, stop, pumped["stderr"]), daemon=True),

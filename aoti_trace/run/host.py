@@ -24,6 +24,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 # AOTI_CPU_ISA word (upper case, as torch writes it) -> /proc/cpuinfo flags that must all be present.
 # torch builds the string from its picked VecISA: "AVX2", "AVX512", "AVX512 AVX512_VNNI",
@@ -58,7 +59,7 @@ class HostInfo:
     gpu_compute_capability: list[str] = field(default_factory=list)  # "90" per GPU, AOTI_COMPUTE_CAPABILITY form
     cpu_flags: list[str] | None = None  # the CPUINFO_FLAGS present; None if /proc/cpuinfo is unreadable
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

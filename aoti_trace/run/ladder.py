@@ -28,12 +28,13 @@ import re
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aoti_trace.run.capture import CaptureResult, capture
 from aoti_trace.vocabulary import CARRIER_FAMILIES
 
 if TYPE_CHECKING:
+    from aoti_trace.library.loader import RulesSource
     from aoti_trace.analysis import Analysis
     from aoti_trace.findings import Finding
     from aoti_trace.minify import MinifyResult
@@ -128,7 +129,7 @@ class StageResult:
             text += f"; {self.note}"
         return text
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "stage": self.stage.id,
             "name": self.stage.name,
@@ -203,7 +204,7 @@ class LadderResult:
             lines.append("\nNo stage gave a definite diagnosis.")
         return "\n".join(lines) + "\n"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = self.decisive
         return {
             "schema": SCHEMA,
@@ -257,7 +258,7 @@ def not_definite_because(finding: Finding | None, stage_env: dict[str, str]) -> 
     return None
 
 
-def analyze_capture(out_dir: Path, rules_path: str | Path | None = None) -> tuple[Analysis | None, str | None]:
+def analyze_capture(out_dir: Path, rules_path: RulesSource = None) -> tuple[Analysis | None, str | None]:
     """Analyse one capture folder; ``(None, reason)`` when the analysis modules are not available."""
     try:
         from aoti_trace.analysis import analyze
@@ -321,7 +322,7 @@ def run_ladder(
     timeout: float | None = None,
     echo: bool | str = True,
     cwd: str | Path | None = None,
-    rules_path: str | Path | None = None,
+    rules_path: RulesSource = None,
     progress=None,
     minify: bool = False,
     minify_budget: float | None = None,
