@@ -37,8 +37,8 @@ from aoti_trace.frames import Frames, conform
 if TYPE_CHECKING:
     from aoti_trace.library.loader import RulesSource
 
-MODES = ("message", "frame")
 Mode = Literal["message", "frame"]
+MODES: tuple[Mode, ...] = ("message", "frame")
 KINDS = ("python_raise", "assert", "torch_check", "aoti_check", "cpp_throw", "error_print")
 # 'unexplained' is for failures that are not torch's; catalogue labels never use it, but it is a valid family
 CATALOGUE_FAMILIES = tuple(dict.fromkeys((*FAMILIES, "unexplained")))
@@ -233,7 +233,7 @@ class Coverage:
         return [r for r in self.counted if not r.covered]
 
 
-def analyse(messages: list[Message], modes: tuple[str, ...] = MODES, rules_path: RulesSource = None
+def analyse(messages: list[Message], modes: tuple[Mode, ...] = MODES, rules_path: RulesSource = None
             ) -> dict[str, Coverage]:
     """Build every message's log in every mode, read them all into one ``Frames`` (one run per message and
     mode) and evaluate the rules once."""
@@ -241,7 +241,7 @@ def analyse(messages: list[Message], modes: tuple[str, ...] = MODES, rules_path:
     from aoti_trace.ingest.text import read_text_bytes
 
     parts: dict[str, list[pl.DataFrame]] = {}
-    run_of: dict[str, tuple[Message, str]] = {}
+    run_of: dict[str, tuple[Message, Mode]] = {}
     for mode in modes:
         for msg in messages:
             run_id = f"{mode}:{msg.id}"
@@ -263,7 +263,7 @@ def analyse(messages: list[Message], modes: tuple[str, ...] = MODES, rules_path:
             continue
         if f.severity == "error" or (f.severity == "warning" and f.role == "cause"):
             primary[f.run_id] = (f.family, f.rule_id)
-    out = {mode: Coverage(mode) for mode in modes}
+    out: dict[str, Coverage] = {mode: Coverage(mode) for mode in modes}
     for run_id, (msg, mode) in run_of.items():
         fam, rule = primary.get(run_id, (None, None))
         out[mode].results.append(Result(msg, mode, fam, rule))
@@ -282,10 +282,10 @@ def miss_clusters(cov: Coverage) -> list[dict[str, Any]]:
     for r in cov.misses():
         key = (r.message.family, r.message.exc_type.rsplit(".", 1)[-1], cluster_key(r.message))
         groups.setdefault(key, []).append(r)
-    out = []
-    for (fam, exc, key), rs in groups.items():
+    out: list[dict[str, Any]] = []
+    for (fam, exc, cluster), rs in groups.items():
         got = Counter(r.family or "none" for r in rs).most_common(1)[0][0]
-        out.append({"family": fam, "exc_type": exc, "cluster": key, "count": len(rs), "got": got,
+        out.append({"family": fam, "exc_type": exc, "cluster": cluster, "count": len(rs), "got": got,
                     "example": rs[0].message.template[:160], "example_id": rs[0].message.id,
                     "files": sorted({r.message.path for r in rs})[:3]})
     out.sort(key=lambda c: (-c["count"], c["family"], c["cluster"]))
@@ -304,7 +304,7 @@ def miss_groups(cov: Coverage) -> list[dict[str, Any]]:
     for r in cov.misses():
         key = (r.message.family, r.message.exc_type.rsplit(".", 1)[-1] or "(printed)", _module(r.message.path))
         groups.setdefault(key, []).append(r)
-    out = [{"family": f, "exc_type": e, "module": m, "count": len(rs),
+    out: list[dict[str, Any]] = [{"family": f, "exc_type": e, "module": m, "count": len(rs),
             "got": Counter(r.family or "none" for r in rs).most_common(1)[0][0],
             "example": rs[0].message.template[:160]} for (f, e, m), rs in groups.items()]
     out.sort(key=lambda g: (-g["count"], g["family"], g["module"], g["exc_type"]))

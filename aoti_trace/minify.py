@@ -36,6 +36,7 @@ import json
 import shlex
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -288,7 +289,8 @@ def _error_primary(analysis: Analysis | None) -> Finding | None:
 
 def _manifest(folder: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        return manifest
     except (OSError, ValueError):
         return None
 
@@ -394,7 +396,7 @@ def minify(
     echo: bool | str = False,
     cwd: str | Path | None = None,
     rules_path: RulesSource = None,
-    progress=None,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[MinifyResult, Analysis | None]:
     """Rerun ``cmd`` with the minifier dump on, minify within ``budget_s`` seconds, verify the repro.
 

@@ -326,7 +326,7 @@ def coverage_cmd(mode: str, family: str | None, misses: bool, limit: int, fmt: s
     messages = catalogue.load(catalogue_path)
     if family:
         messages = [m for m in messages if m.family == family]
-    modes = catalogue.MODES if mode == "both" else (mode,)
+    modes = catalogue.MODES if mode == "both" else tuple(m for m in catalogue.MODES if m == mode)
     from aoti_trace.cli.analyze import write_output
 
     rules_path = ruleset(rules_paths, no_builtin_rules)

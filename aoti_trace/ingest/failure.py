@@ -24,6 +24,7 @@ from aoti_trace.ingest.known_messages import lookup
 from aoti_trace.vocabulary import (CPP_ORIGIN, FAMILIES, PHASE_FAMILY, module_family, route_cpp,
                                    route_phase)
 
+Row = dict[str, Any]  # one row of a frame, as Polars' rows(named=True) gives it
 MAX_WHAT = 300
 # logged tracebacks at these glog levels were handled (torch logs and goes on): not failure evidence on their own
 HANDLED_LEVELS = ("V", "I", "W", "D")
@@ -216,14 +217,16 @@ def _typed_phase(head: str, exc_type: str, wrapper_type: str) -> str | None:
     return next((phase for phase, pattern in TYPE_PHASES if pattern.search(head)), None)
 
 
-def _failure(run: str, process: list[dict[str, Any]], excs: list[dict[str, Any]], faults: list[dict[str, Any]], asserts: list[dict[str, Any]],
-             compiles: list[dict[str, Any]], errors: list[dict[str, Any]], hint: str | None, reported: list[dict[str, Any]],
-             ci_exit: list[dict[str, Any]], worded: list[dict[str, Any]], aborts: list[dict[str, Any]], fatal_logs: list[dict[str, Any]],
-             catalogue: bool = True) -> dict[str, Any] | None:
+def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], asserts: list[Row],
+             compiles: list[Row], errors: list[Row], hint: str | None, reported: list[Row],
+             ci_exit: list[Row], worded: list[Row], aborts: list[Row], fatal_logs: list[Row],
+             catalogue: bool = True) -> Row | None:
     proc = process[0] if process else {}
     code, sig = proc.get("exit_code"), proc.get("signal")
     if code is None and ci_exit:  # the CI runner's closing line gives the exit status the log itself does not
-        code = int(PATTERN_CI_EXIT.match(ci_exit[0]["text"])[1])
+        ci_match = PATTERN_CI_EXIT.match(ci_exit[0]["text"])
+        assert ci_match is not None  # the line was selected by this pattern
+        code = int(ci_match[1])
     timed_out, interrupted = bool(proc.get("timed_out")), bool(proc.get("interrupted"))
     signals: list[str] = []
     if code not in (None, 0):
@@ -354,8 +357,8 @@ def _failure(run: str, process: list[dict[str, Any]], excs: list[dict[str, Any]]
     if wrapper_type:
         head = f"{head} {wrapper_type}"
     cpp = _cpp_origin(exc)
-    if phase in ("unknown", "user") and cpp is not None and route_cpp(cpp) is not None:
-        phase, source = route_cpp(cpp), f"C++: {cpp}"
+    if phase in ("unknown", "user") and cpp is not None and (routed := route_cpp(cpp)) is not None:
+        phase, source = routed, f"C++: {cpp}"
     if phase in ("unknown", "user"):
         typed = _typed_phase(head, str(row.get("exc_type") or ""), wrapper_type)
         if typed is not None:

@@ -181,7 +181,9 @@ def _read_manifest(path: Path, run_id: str) -> tuple[dict[str, Any], list[dict[s
         duration_s=_seconds(duration),
         env=_env_text(man.get("env")),
     )
-    environment = man.get("environment") if isinstance(man.get("environment"), dict) else {}
+    environment = man.get("environment")
+    if not isinstance(environment, dict):
+        environment = {}
     for column, key in (("torch", "torch"), ("cuda", "cuda"), ("cxx", "cxx"), ("cxx_version", "cxx_version"),
                         ("libstdcxx", "libstdcxx")):
         value = environment.get(key)

@@ -127,7 +127,7 @@ def _row_at(df: pl.DataFrame, run_id: str, path: str | None, line: int | None) -
 
 
 def _real_file(name: str | None) -> bool:
-    return bool(name) and not name.startswith("<")
+    return bool(name and not name.startswith("<"))
 
 
 def split_frame(frame: str | None) -> tuple[str, int | None] | None:
@@ -461,7 +461,9 @@ def _spans(events: list[dict[str, Any]]) -> list[Span]:
             if idx is None:
                 continue
             _, start = stack.pop(idx)
-            args = d.get("args") if isinstance(d.get("args"), dict) else {}
+            args = d.get("args")
+            if not isinstance(args, dict):
+                args = {}
             failed = bool(args.get("fail_type")) and str(args.get("fail_type")) != "None"
             spans.append(Span(name, start, ts, idx, failed))
         elif ph == "X" and isinstance(d.get("dur"), (int, float)):

@@ -39,7 +39,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import IO, Any
 
 SCHEMA = "aoti-trace.capture/v1"
 PROBE_SCRIPT = Path(__file__).with_name("probe.py")  # run with the command's own Python
@@ -90,7 +91,7 @@ class CaptureResult:
 
     out_dir: Path
     command: list[str]
-    exit_code: int | None
+    exit_code: int
     signal: str | None
     timed_out: bool
     interrupted: bool
@@ -206,7 +207,8 @@ def probe_python(python: str, env: dict[str, str], logs: str | None = None) -> d
         return {"probe_error": f"{type(exc).__name__}: {exc}"[:300]}
     lines = res.stdout.decode("utf-8", "replace").strip().splitlines()
     try:
-        return json.loads(lines[-1])
+        facts: dict[str, object] = json.loads(lines[-1])
+        return facts
     except (IndexError, ValueError):
         err = res.stderr.decode("utf-8", "replace").strip().splitlines()
         return {"probe_error": (err[-1] if err else f"probe exited {res.returncode}")[:300]}
@@ -249,7 +251,8 @@ def system_facts(facts: dict[str, object], env: dict[str, str]) -> dict[str, obj
 # --------------------------------------------------------------------------- capture
 
 
-def _pump(src, sink, echo_to, stop: threading.Event, state: dict[str, Any]) -> None:
+def _pump(src: IO[bytes], sink: IO[bytes], echo_to: IO[bytes] | None, stop: threading.Event,
+          state: dict[str, Any]) -> None:
     """Copy bytes from a pipe to a file (and a terminal), flushing each chunk as it arrives.
 
     Returns at end of file, or soon after ``stop`` is set (having first copied whatever the pipe still holds);
@@ -374,7 +377,7 @@ def capture(
         probe_thread = threading.Thread(target=_probe, name="aoti-trace-probe", daemon=True)
         probe_thread.start()
 
-    manifest = {
+    manifest: dict[str, Any] = {
         "schema": SCHEMA,
         "command": list(cmd),
         "cwd": run_cwd,
@@ -394,7 +397,7 @@ def capture(
     stderr_f = open(out / "stderr.txt", "wb", buffering=0)
     state: dict[str, Any] = {"interrupted": False, "signals": 0, "pgid": None}
 
-    def _forward(signum, _frame) -> None:
+    def _forward(signum: int, _frame: FrameType | None) -> None:
         state["interrupted"] = True
         state["signals"] += 1
         if state["pgid"] is None:
@@ -475,6 +478,8 @@ def capture(
                 f.close()
     left_open = [name for name, st in pumped.items() if not st["eof"]]
     for pipe in (proc.stdout, proc.stderr):
+        if pipe is None:  # never: both are pipes
+            continue
         try:
             pipe.close()  # the writer that is left gets EPIPE / SIGPIPE from now on
         except OSError:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -294,7 +295,8 @@ def _kernel_from(result: StageResult) -> str | None:
         if df.height and "launched_last" in df.columns:
             hits = df.filter(df["launched_last"].fill_null(False))["kernel"].to_list()
             if hits:
-                return hits[-1]
+                kernel: str = hits[-1]
+                return kernel
     assert result.capture is not None
     try:
         text = (result.capture.out_dir / "stdout.txt").read_text(encoding="utf-8", errors="replace")
@@ -323,7 +325,7 @@ def run_ladder(
     echo: bool | str = True,
     cwd: str | Path | None = None,
     rules_path: RulesSource = None,
-    progress=None,
+    progress: Callable[[str], None] | None = None,
     minify: bool = False,
     minify_budget: float | None = None,
 ) -> LadderResult:
@@ -391,7 +393,8 @@ def run_ladder(
 
 
 def _minify_stage(ladder: LadderResult, out: Path, carried: dict[str, str], budget: float | None, *,
-                  extra_env, timeout, echo, cwd, rules_path, progress) -> MinifyResult:
+                  extra_env: dict[str, str] | None, timeout: float | None, echo: bool | str,
+                  cwd: str | Path | None, rules_path: RulesSource, progress: Callable[[str], None]) -> MinifyResult:
     """Stage 5: minify the reported failure, or say why not; attach the result to the reported analysis."""
     from aoti_trace.minify import DEFAULT_BUDGET_S, MinifyResult, cannot_minify, minify
 
