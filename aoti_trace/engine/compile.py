@@ -221,9 +221,9 @@ def select_rows(
     df = df.sort(ROW).select([c for c in df.columns if not c.startswith("__r") or c == ROW])
     regex = leaf.regex if leaf is not None else None
     names = list(re.compile(regex).groupindex) if regex else []
-    if names:
-        pattern = ("(?i)" if leaf.ignore_case else "") + regex  # type: ignore[union-attr,operator]
-        df = df.with_columns(pl.col(leaf.column).str.extract_groups(pattern).alias("__groups"))  # type: ignore[union-attr]
+    if names and leaf is not None and regex:  # names come from the leaf's regex
+        pattern = ("(?i)" if leaf.ignore_case else "") + regex
+        df = df.with_columns(pl.col(leaf.column).str.extract_groups(pattern).alias("__groups"))
     out = df.to_dicts()
     for row in out:
         groups = row.get("__groups")

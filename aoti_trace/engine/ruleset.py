@@ -3,6 +3,7 @@ evaluates; :mod:`aoti_trace.library.loader` reads it from rule folders)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +32,7 @@ class RuleSet:
     fragments: dict[str, str] = field(default_factory=dict)
     roots: dict[str, Path] = field(default_factory=dict)  # rule id -> its folder, when it is not ``root``
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Rule]:
         return iter(self.rules)
 
     def __len__(self) -> int:

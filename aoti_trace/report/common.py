@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,7 +70,7 @@ def evidence_location(ev: Evidence) -> str:
     return ev.path or ev.source
 
 
-def severity_counts(findings, sep: str = ", ") -> str:  # type: ignore[no-untyped-def]
+def severity_counts(findings: Iterable[Finding], sep: str = ", ") -> str:
     """'1 error, 0 warnings, 2 info': the one wording of the finding counts in every format."""
     from aoti_trace.vocabulary import SEVERITIES
 
