@@ -18,6 +18,7 @@ from aoti_trace.findings import Finding
 from aoti_trace.frames import Frames, conform, schema
 
 if TYPE_CHECKING:
+    from aoti_trace.library.loader import RulesSource
     from aoti_trace.engine.ruleset import RuleSet
     from aoti_trace.run.host import HostInfo
     from aoti_trace.minify import MinifyResult
@@ -147,7 +148,7 @@ def analyze(
     stderr: str | Path | None = None,
     stdout: str | Path | None = None,
     exit_code: str | None = None,
-    rules_path: str | Path | None = None,
+    rules_path: RulesSource = None,
     this_host: bool = False,
 ) -> Analysis:
     """Analyse the given inputs with the rule library (or the rules under ``rules_path``). ``this_host``: compare

@@ -25,17 +25,20 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from aoti_trace.errors import InputError
-from aoti_trace.findings import FAMILIES
+from aoti_trace.vocabulary import FAMILIES
 from aoti_trace.frames import Frames, conform
 
-MODES = ("message", "frame")
+if TYPE_CHECKING:
+    from aoti_trace.library.loader import RulesSource
+
 Mode = Literal["message", "frame"]
+MODES: tuple[Mode, ...] = ("message", "frame")
 KINDS = ("python_raise", "assert", "torch_check", "aoti_check", "cpp_throw", "error_print")
 # 'unexplained' is for failures that are not torch's; catalogue labels never use it, but it is a valid family
 CATALOGUE_FAMILIES = tuple(dict.fromkeys((*FAMILIES, "unexplained")))
@@ -230,7 +233,7 @@ class Coverage:
         return [r for r in self.counted if not r.covered]
 
 
-def analyse(messages: list[Message], modes: tuple[str, ...] = MODES, rules_path: Path | None = None
+def analyse(messages: list[Message], modes: tuple[Mode, ...] = MODES, rules_path: RulesSource = None
             ) -> dict[str, Coverage]:
     """Build every message's log in every mode, read them all into one ``Frames`` (one run per message and
     mode) and evaluate the rules once."""
@@ -238,7 +241,7 @@ def analyse(messages: list[Message], modes: tuple[str, ...] = MODES, rules_path:
     from aoti_trace.ingest.text import read_text_bytes
 
     parts: dict[str, list[pl.DataFrame]] = {}
-    run_of: dict[str, tuple[Message, str]] = {}
+    run_of: dict[str, tuple[Message, Mode]] = {}
     for mode in modes:
         for msg in messages:
             run_id = f"{mode}:{msg.id}"
@@ -260,7 +263,7 @@ def analyse(messages: list[Message], modes: tuple[str, ...] = MODES, rules_path:
             continue
         if f.severity == "error" or (f.severity == "warning" and f.role == "cause"):
             primary[f.run_id] = (f.family, f.rule_id)
-    out = {mode: Coverage(mode) for mode in modes}
+    out: dict[str, Coverage] = {mode: Coverage(mode) for mode in modes}
     for run_id, (msg, mode) in run_of.items():
         fam, rule = primary.get(run_id, (None, None))
         out[mode].results.append(Result(msg, mode, fam, rule))
@@ -273,16 +276,16 @@ def cluster_key(msg: Message) -> str:
     return " ".join(words[:4]) or msg.template[:40]
 
 
-def miss_clusters(cov: Coverage) -> list[dict]:
+def miss_clusters(cov: Coverage) -> list[dict[str, Any]]:
     """Misses grouped by (family, exception type, cluster key), largest first."""
     groups: dict[tuple[str, str, str], list[Result]] = {}
     for r in cov.misses():
         key = (r.message.family, r.message.exc_type.rsplit(".", 1)[-1], cluster_key(r.message))
         groups.setdefault(key, []).append(r)
-    out = []
-    for (fam, exc, key), rs in groups.items():
+    out: list[dict[str, Any]] = []
+    for (fam, exc, cluster), rs in groups.items():
         got = Counter(r.family or "none" for r in rs).most_common(1)[0][0]
-        out.append({"family": fam, "exc_type": exc, "cluster": key, "count": len(rs), "got": got,
+        out.append({"family": fam, "exc_type": exc, "cluster": cluster, "count": len(rs), "got": got,
                     "example": rs[0].message.template[:160], "example_id": rs[0].message.id,
                     "files": sorted({r.message.path for r in rs})[:3]})
     out.sort(key=lambda c: (-c["count"], c["family"], c["cluster"]))
@@ -295,29 +298,29 @@ def _module(path: str) -> str:
     return "/".join(parts[:3]) + "/" if len(parts) > 3 else path
 
 
-def miss_groups(cov: Coverage) -> list[dict]:
+def miss_groups(cov: Coverage) -> list[dict[str, Any]]:
     """Misses grouped by (family, exception type, raising module): what one routing rule would cover."""
     groups: dict[tuple[str, str, str], list[Result]] = {}
     for r in cov.misses():
         key = (r.message.family, r.message.exc_type.rsplit(".", 1)[-1] or "(printed)", _module(r.message.path))
         groups.setdefault(key, []).append(r)
-    out = [{"family": f, "exc_type": e, "module": m, "count": len(rs),
+    out: list[dict[str, Any]] = [{"family": f, "exc_type": e, "module": m, "count": len(rs),
             "got": Counter(r.family or "none" for r in rs).most_common(1)[0][0],
             "example": rs[0].message.template[:160]} for (f, e, m), rs in groups.items()]
     out.sort(key=lambda g: (-g["count"], g["family"], g["module"], g["exc_type"]))
     return out
 
 
-def report(covs: dict[str, Coverage], family: str | None = None, misses: bool = False, limit: int = 30) -> dict:
+def report(covs: dict[str, Coverage], family: str | None = None, misses: bool = False, limit: int = 30) -> dict[str, Any]:
     """The JSON form of a coverage run (what ``aoti-trace rules coverage -f json`` prints)."""
-    out: dict = {"schema": "aoti-trace.coverage/v1", "modes": {}}
+    out: dict[str, Any] = {"schema": "aoti-trace.coverage/v1", "modes": {}}
     for mode, cov in covs.items():
         fams = cov.by_family()
         if family:
             fams = {k: v for k, v in fams.items() if k == family}
         counted = sum(v[1] for v in fams.values())
         covered = sum(v[0] for v in fams.values())
-        entry: dict = {
+        entry: dict[str, Any] = {
             "counted": counted, "covered": covered, "share": round(covered / counted, 4) if counted else 0.0,
             "families": {k: {"covered": c, "counted": n} for k, (c, n) in fams.items()},
         }
@@ -330,7 +333,7 @@ def report(covs: dict[str, Coverage], family: str | None = None, misses: bool = 
     return out
 
 
-def render_text(rep: dict) -> str:
+def render_text(rep: dict[str, Any]) -> str:
     lines = []
     for mode, e in rep["modes"].items():
         lines.append(f"mode {mode}: {e['covered']}/{e['counted']} catalogued messages routed to their family "
@@ -350,5 +353,5 @@ def render_text(rep: dict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def dumps(rep: dict) -> str:
+def dumps(rep: dict[str, Any]) -> str:
     return json.dumps(rep, indent=2)

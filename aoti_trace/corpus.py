@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from aoti_trace.errors import InputError
+
+if TYPE_CHECKING:
+    from aoti_trace.library.loader import RulesSource
 
 NONE = "(none)"
 
@@ -75,7 +79,7 @@ def folder_cases(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.glob("*/expected.yaml")) if root.is_dir() else []
 
 
-def load_expected(case: Path) -> dict:
+def load_expected(case: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load((case / "expected.yaml").read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
@@ -85,7 +89,7 @@ def load_expected(case: Path) -> dict:
     return data
 
 
-def score_case(case: Path, rules_path: Path | None = None) -> CaseResult:
+def score_case(case: Path, rules_path: RulesSource = None) -> CaseResult:
     from aoti_trace.analysis import analyze
 
     exp = load_expected(case)
@@ -107,11 +111,11 @@ def score_case(case: Path, rules_path: Path | None = None) -> CaseResult:
     return result
 
 
-def score(roots: list[Path], rules_path: Path | None = None) -> list[CaseResult]:
+def score(roots: list[Path], rules_path: RulesSource = None) -> list[CaseResult]:
     return [score_case(c, rules_path) for c in find_cases(roots)]
 
 
-def family_table(results: list[CaseResult]) -> list[dict]:
+def family_table(results: list[CaseResult]) -> list[dict[str, Any]]:
     """Per-family precision and recall of the primary diagnosis (cases with xfail included: it is a scoreboard)."""
     families = sorted({r.expected for r in results} | {r.actual for r in results})
     rows = []

@@ -6,10 +6,13 @@ Exactly one finding of an analysis is ``primary`` whenever any finding has sever
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 # The vocabulary lives in one module; these names are re-exported for the JSON contract's users.
-from aoti_trace.vocabulary import FAMILIES, SEVERITIES, Family, Precision, Role, Severity  # noqa: F401
+from aoti_trace.vocabulary import FAMILIES as FAMILIES, SEVERITIES as SEVERITIES  # explicit re-exports (mypy)
+from aoti_trace.vocabulary import Family, Precision, Role, Severity
 
 SCHEMA = "aoti-trace.finding/v1"
 
@@ -54,6 +57,6 @@ class Finding(BaseModel):
     first_rank: int | None = Field(default=None, description="of those ranks, the one that failed first (by time "
                                    "stamp, else by position in the log)")
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The JSON-contract dict (``schema`` key, not ``schema_``)."""
         return self.model_dump(mode="json", by_alias=True)

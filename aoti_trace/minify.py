@@ -36,11 +36,13 @@ import json
 import shlex
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from aoti_trace.library.loader import RulesSource
     import polars as pl
 
     from aoti_trace.analysis import Analysis
@@ -133,8 +135,8 @@ class MinifyResult:
             out.append(f"note:    {self.reason}")
         return out
 
-    def to_json(self) -> dict:
-        def rule(f: Finding | None) -> dict | None:
+    def to_json(self) -> dict[str, Any]:
+        def rule(f: Finding | None) -> dict[str, Any] | None:
             return None if f is None else {"rule_id": f.rule_id, "rule_name": f.rule_name, "family": f.family,
                                            "title": f.title}
 
@@ -193,7 +195,7 @@ def cannot_minify(finding: Finding | None) -> str | None:
     return None
 
 
-def no_launcher_reason(manifest: dict) -> str:
+def no_launcher_reason(manifest: dict[str, Any]) -> str:
     """Why a failed dump run (its ``manifest.json``) left no launcher."""
     if manifest.get("timed_out"):
         return "the command timed out before the minifier wrote its launcher"
@@ -271,7 +273,7 @@ def unpinned(source: str) -> str:
 # --------------------------------------------------------------------------- assessing an output folder
 
 
-def _analyze(folder: Path, rules_path) -> Analysis | None:
+def _analyze(folder: Path, rules_path: RulesSource) -> Analysis | None:
     from aoti_trace.run.ladder import analyze_capture
 
     analysis, _why = analyze_capture(folder, rules_path)
@@ -283,20 +285,21 @@ def _error_primary(analysis: Analysis | None) -> Finding | None:
     return p if p is not None and p.severity == "error" else None
 
 
-def _manifest(folder: Path) -> dict | None:
+def _manifest(folder: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        return manifest
     except (OSError, ValueError):
         return None
 
 
-def _ended(m: dict) -> str:
+def _ended(m: dict[str, Any]) -> str:
     if m.get("timed_out"):
         return f"timed out after {m.get('duration_s')} s"
     return f"killed by {m['signal']}" if m.get("signal") else f"exit code {m.get('exit_code')}"
 
 
-def assess(out_dir: str | Path, *, rules_path: str | Path | None = None, budget_s: float | None = None,
+def assess(out_dir: str | Path, *, rules_path: RulesSource = None, budget_s: float | None = None,
            command: list[str] | None = None) -> tuple[MinifyResult, Analysis | None]:
     """Read a :func:`minify` output folder (as far as its steps got) into a result; runs nothing.
 
@@ -390,8 +393,8 @@ def minify(
     extra_env: dict[str, str] | None = None,
     echo: bool | str = False,
     cwd: str | Path | None = None,
-    rules_path: str | Path | None = None,
-    progress=None,
+    rules_path: RulesSource = None,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[MinifyResult, Analysis | None]:
     """Rerun ``cmd`` with the minifier dump on, minify within ``budget_s`` seconds, verify the repro.
 

@@ -158,7 +158,7 @@ _ROUTES: list[tuple[str, str | None, str | None]] = [
 _COMPILED_ROUTES = [(p, re.compile(f) if f else None, re.compile(g) if g else None) for p, f, g in _ROUTES]
 
 # The torch API a user line calls, when the traceback has no torch frame (an error raised at the call itself).
-_CALL_ROUTES: list[tuple[str, re.Pattern]] = [
+_CALL_ROUTES: list[tuple[str, re.Pattern[str]]] = [
     ("load", re.compile(r"\b(?:aoti_load_package|aot_load|load_package|AOTIModelPackageLoader|AOTIModelContainerRunner\w*)\s*\(")),
     ("compile", re.compile(r"\b(?:aoti_compile_and_package|aot_compile|compile_fx_aot)\s*\(")),
     ("export", re.compile(r"\b(?:torch\.export\.export|export_for_training|draft_export|torch\.export\.load|export)\s*\(")),
@@ -193,7 +193,7 @@ def route_phase(frames: list[tuple[str, str]]) -> tuple[str, int | None]:
 
 
 # The AOTI C++ runtime, by the source file of a c10 error ('Exception raised from <func> at <file>:<line>').
-_CPP_ROUTES: list[tuple[str, re.Pattern]] = [
+_CPP_ROUTES: list[tuple[str, re.Pattern[str]]] = [
     # the package loader and the runner's construction (its run-time errors come wrapped in run_func_(...))
     ("load", re.compile(r"torch/csrc/inductor/(?:aoti_package|aoti_runner)/")),
     ("compile", re.compile(r"torch/csrc/inductor/aoti_eager/")),
@@ -203,7 +203,7 @@ CPP_ORIGIN = re.compile(r"Exception raised from (?P<func>\S+) at (?P<file>\S+?):
 
 # Raising modules whose failures belong to a family whatever the phase (the symbolic-shape engine raises during
 # export and during the compile alike; the proxy executor runs custom/extern ops).
-_MODULE_FAMILIES: list[tuple[str, re.Pattern]] = [
+_MODULE_FAMILIES: list[tuple[str, re.Pattern[str]]] = [
     ("dynamic_shape_violation", re.compile(r"(?:^|/)torch/fx/experimental/")),
     ("missing_custom_op", re.compile(r"torch/csrc/inductor/aoti_torch/oss_proxy_executor")),
 ]

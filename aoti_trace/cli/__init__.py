@@ -7,6 +7,7 @@ Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 usage/input error, 3 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -31,7 +32,7 @@ class UserError(click.ClickException):
 
 
 class _LazyGroup(click.Group):
-    def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except AotiTraceError as exc:  # the library knows nothing of click: its user errors become click's here

@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,10 +18,14 @@ from aoti_trace.errors import ReportError
 from aoti_trace.vocabulary import SEVERITIES
 from aoti_trace.report import FORMATS
 
+if TYPE_CHECKING:
+    from aoti_trace.analysis import Analysis
+    from aoti_trace.findings import Finding
+
 FAIL_ON = (*SEVERITIES, "never")
 
 
-def exit_code_for(findings, fail_on: str) -> int:
+def exit_code_for(findings: Iterable[Finding], fail_on: str) -> int:
     """0 when no finding is at or above ``fail_on``, else 1."""
     if fail_on == "never":
         return 0
@@ -34,7 +41,7 @@ def use_color(choice: str, output: Path | None) -> bool:
         and os.environ.get("TERM") != "dumb"
 
 
-def progress(message: str):
+def progress(message: str) -> AbstractContextManager[Any]:
     """A spinner on stderr while the analysis runs, only when stderr is a terminal (never in pipes or CI logs)."""
     if not sys.stderr.isatty() or os.environ.get("TERM") == "dumb":
         return contextlib.nullcontext()
@@ -43,7 +50,7 @@ def progress(message: str):
     return Console(stderr=True).status(message, spinner="dots")
 
 
-def summary_line(analysis) -> str:
+def summary_line(analysis: Analysis) -> str:
     from aoti_trace.report.common import severity_counts
 
     counts = severity_counts(analysis.findings)
@@ -85,8 +92,10 @@ def write_output(text: str, output: Path | None, color: bool = False) -> None:
               help="compare .pt2 packages with this machine, as if loading them here (default: with the machine "
                    "the capture ran on, from its manifest; without one, not at all)")
 @click.pass_context
-def analyze_cmd(ctx: click.Context, paths, stderr, stdout, exit_code, rules_paths, no_builtin_rules, fmt, out,
-                html_path, perfetto_path, fail_on, color, source_root, sarif_category, this_host) -> None:
+def analyze_cmd(ctx: click.Context, paths: tuple[Path, ...], stderr: str | None, stdout: Path | None,
+                exit_code: str | None, rules_paths: tuple[Path, ...], no_builtin_rules: bool, fmt: str,
+                out: Path | None, html_path: Path | None, perfetto_path: Path | None, fail_on: str, color: str,
+                source_root: Path | None, sarif_category: str | None, this_host: bool) -> None:
     """Diagnose PATHs: TORCH_TRACE folders or files, capture folders, .pt2 packages, or any folder."""
     from aoti_trace.analysis import analyze
     from aoti_trace.report import render

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -10,12 +13,16 @@ from aoti_trace.cli import cli
 from aoti_trace.cli.analyze import write_output
 from aoti_trace.cli.options import format_option, out_option
 
+if TYPE_CHECKING:
+    from aoti_trace.ingest.package import Issue, PackageInfo
+    from aoti_trace.run.host import HostInfo
+
 
 @cli.command("inspect")
 @click.argument("package", type=click.Path(dir_okay=True, path_type=str))
 @format_option(["text", "json"], "text", help="text: tables; json: the PackageInfo record (schema aoti-trace.package/v1)")
 @out_option("write the result here instead of stdout")
-def inspect_cmd(package: str, fmt: str, out) -> None:
+def inspect_cmd(package: str, fmt: str, out: Path | None) -> None:
     """Inspect a .pt2 package: device metadata, inputs, constants, weights, custom ops, kernels."""
     from aoti_trace.run import host as host_mod
     from aoti_trace.ingest.package import compare_with_host, inspect_package
@@ -33,19 +40,21 @@ def inspect_cmd(package: str, fmt: str, out) -> None:
     write_output(render_text(info, derived, h), out)
 
 
-def render_text(info, derived, h) -> str:
+def render_text(info: PackageInfo, derived: dict[str, list[Issue]], h: HostInfo) -> str:
     """Rich tables, rendered to a string (no colour when not a terminal)."""
     import io
 
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
-    class _Table(Table):  # every cell is plain text: '[s, 8]' is not rich markup
+    class Table(RichTable):  # every cell is plain text: '[s, 8]' is not rich markup
         def add_row(self, *cells: str) -> None:  # type: ignore[override]
             super().add_row(*(escape(c) for c in cells))
 
-    Table = _Table  # noqa: N806
+    def fmt(xs: Sequence[int | None]) -> str:
+        return "[" + ", ".join("s" if x is None else str(x) for x in xs) + "]"
+
     console = Console(file=io.StringIO(), record=True, width=120, force_terminal=False, color_system=None)
     console.print(f"{info.path}  {info.bytes} bytes, {info.entries} entries, "
                   f"format={info.archive_format} version={info.archive_version} prefix={info.prefix or '(none)'}",
@@ -75,7 +84,6 @@ def render_text(info, derived, h) -> str:
             for i in m.inputs:
                 rng = ", ".join(f"dim {r.dim}: [{'-inf' if r.min is None else r.min}, {'inf' if r.max is None else r.max}]"
                                 for r in i.ranges)
-                fmt = lambda xs: "[" + ", ".join("s" if x is None else str(x) for x in xs) + "]"  # noqa: E731
                 ti.add_row(str(i.index), i.name or "", i.dtype or "", i.device or "", fmt(i.sizes), fmt(i.strides), rng)
             console.print(ti)
         if m.constants:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import click
 
 from aoti_trace.run.capture import CaptureFailed, default_out_dir, parse_env_assignments
 from aoti_trace.cli import cli
-from aoti_trace.cli.analyze import FORMATS
 from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
 from aoti_trace.cli.run import CONTEXT, _render, _say
 from aoti_trace.errors import CaptureError
 from aoti_trace.minify import DEFAULT_BUDGET_S
+from aoti_trace.report import FORMATS
 
 
 @cli.command("minify", context_settings=CONTEXT)
@@ -25,7 +26,9 @@ from aoti_trace.minify import DEFAULT_BUDGET_S
 @rules_options
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
-def minify_cmd(ctx: click.Context, out, budget, timeout, env, echo, fmt, rules_paths, no_builtin_rules, cmd) -> None:
+def minify_cmd(ctx: click.Context, out: Path | None, budget: float, timeout: float | None, env: tuple[str, ...],
+               echo: bool, fmt: str, rules_paths: tuple[Path, ...], no_builtin_rules: bool,
+               cmd: tuple[str, ...]) -> None:
     """Rerun CMD with PyTorch's AOTI minifier dump on, shrink the failing graph, and check the minimal repro.
 
     \b

@@ -8,13 +8,18 @@ maintainer checking one library). Exit codes: 0 all good, 1 lint problems / fail
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from aoti_trace.cli import cli
 from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
 from aoti_trace.vocabulary import FAMILIES
+
+if TYPE_CHECKING:
+    from aoti_trace.engine.ruleset import RuleSet
 
 # suggested id letter per family (docs/rule-format.md)
 FAMILY_LETTER = {
@@ -29,7 +34,7 @@ FAMILY_LETTER = {
 RULES_OPTION = rules_options
 
 
-def _load(path=None, rules_paths=(), no_builtin_rules: bool = False):  # type: ignore[no-untyped-def]
+def _load(path: Path | None = None, rules_paths: Sequence[Path] = (), no_builtin_rules: bool = False) -> RuleSet:
     """PATH alone when given, else the built-in library plus the --rules folders."""
     from aoti_trace.library.loader import load_rules
 
@@ -42,12 +47,12 @@ def _load(path=None, rules_paths=(), no_builtin_rules: bool = False):  # type: i
     return load_rules(ruleset(rules_paths, no_builtin_rules))
 
 
-def _folders(rs) -> str:  # type: ignore[no-untyped-def]
+def _folders(rs: RuleSet) -> str:
     roots = sorted({str(rs.root), *(str(r) for r in rs.roots.values())})
     return ", ".join(roots)
 
 
-def _table(rows: list[list[str]], header: list[str]) -> str:
+def _table(rows: Sequence[Sequence[object]], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
@@ -62,7 +67,7 @@ def rules_group() -> None:
 
 @rules_group.command("list")
 @RULES_OPTION
-def list_cmd(rules_paths, no_builtin_rules: bool) -> None:
+def list_cmd(rules_paths: tuple[Path, ...], no_builtin_rules: bool) -> None:
     """Table of the rules: id, name, family, severity, role, status."""
     rs = _load(None, rules_paths, no_builtin_rules)
     rows = [[r.id, r.name, r.family, r.severity, r.role, r.status] for r in sorted(rs.rules, key=lambda r: r.id)]
@@ -73,7 +78,7 @@ def list_cmd(rules_paths, no_builtin_rules: bool) -> None:
 @rules_group.command("show")
 @click.argument("rule_id")
 @RULES_OPTION
-def show_cmd(rule_id: str, rules_paths, no_builtin_rules: bool) -> None:
+def show_cmd(rule_id: str, rules_paths: tuple[Path, ...], no_builtin_rules: bool) -> None:
     """Print one rule (by id or name): its file, remedy and guide."""
     from aoti_trace.errors import RuleError
 
@@ -102,7 +107,7 @@ def show_cmd(rule_id: str, rules_paths, no_builtin_rules: bool) -> None:
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @RULES_OPTION
 @click.pass_context
-def lint_cmd(ctx: click.Context, path: Path | None, rules_paths, no_builtin_rules: bool) -> None:
+def lint_cmd(ctx: click.Context, path: Path | None, rules_paths: tuple[Path, ...], no_builtin_rules: bool) -> None:
     """Check rules: schema, ids, regex dialects, captures, placeholders, guides, examples. Exit 0/1/2."""
     from aoti_trace.library.lint import lint
 
@@ -124,7 +129,7 @@ def lint_cmd(ctx: click.Context, path: Path | None, rules_paths, no_builtin_rule
 @RULES_OPTION
 @click.pass_context
 def test_cmd(ctx: click.Context, path: Path | None, fixtures: Path | None, no_fixtures: bool, verbose: bool,
-             rules_paths, no_builtin_rules: bool) -> None:
+             rules_paths: tuple[Path, ...], no_builtin_rules: bool) -> None:
     """Run inline examples (TP/TN/FP/FN per rule) and the fixture corpus. Exit 1 on any failure."""
     from aoti_trace.corpus import folder_cases, score_case
     from aoti_trace.engine.testing import confusion, run_examples
@@ -232,7 +237,7 @@ TODO
 """
 
 
-def new_rule_folder(rules_paths) -> Path:  # type: ignore[no-untyped-def]
+def new_rule_folder(rules_paths: Sequence[Path]) -> Path:
     """Where `rules new` writes: the last --rules folder, else the checkout's rules/ when the working directory is
     inside that checkout, else the working directory; a :class:`RuleError` for a folder inside the installed
     package (pip would overwrite or remove it)."""
@@ -259,7 +264,7 @@ def new_rule_folder(rules_paths) -> Path:  # type: ignore[no-untyped-def]
 @click.option("--family", required=True, type=click.Choice(FAMILIES), help="the rule's family")
 @click.option("--id", "rule_id", default=None, help="rule id (default: next free AOTI-<letter>NNN)")
 @RULES_OPTION
-def new_cmd(name: str, family: str, rule_id: str | None, rules_paths, no_builtin_rules: bool) -> None:
+def new_cmd(name: str, family: str, rule_id: str | None, rules_paths: tuple[Path, ...], no_builtin_rules: bool) -> None:
     """Write a rule skeleton <folder>/<family>/<name>.yaml and its guide skeleton.
 
     \b
@@ -314,14 +319,14 @@ def new_cmd(name: str, family: str, rule_id: str | None, rules_paths, no_builtin
               help="messages.jsonl (default: rules/catalogue/messages.jsonl)")
 @RULES_OPTION
 def coverage_cmd(mode: str, family: str | None, misses: bool, limit: int, fmt: str, out: Path | None,
-                 catalogue_path: Path | None, rules_paths, no_builtin_rules: bool) -> None:
+                 catalogue_path: Path | None, rules_paths: tuple[Path, ...], no_builtin_rules: bool) -> None:
     """Share of torch's catalogued AOTI error messages that the rules route to the right family."""
     from aoti_trace import catalogue
 
     messages = catalogue.load(catalogue_path)
     if family:
         messages = [m for m in messages if m.family == family]
-    modes = catalogue.MODES if mode == "both" else (mode,)
+    modes = catalogue.MODES if mode == "both" else tuple(m for m in catalogue.MODES if m == mode)
     from aoti_trace.cli.analyze import write_output
 
     rules_path = ruleset(rules_paths, no_builtin_rules)

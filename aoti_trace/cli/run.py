@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+from click.decorators import FC
 
 from aoti_trace.run.capture import CaptureFailed, capture, default_out_dir, parse_env_assignments
 from aoti_trace.cli import cli
-from aoti_trace.cli.analyze import FORMATS, exit_code_for
+from aoti_trace.cli.analyze import exit_code_for
 from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
 from aoti_trace.errors import CaptureError
+from aoti_trace.report import FORMATS
+
+if TYPE_CHECKING:
+    from aoti_trace.analysis import Analysis
 
 CONTEXT = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
 
-def _options(f):
+def _options(f: FC) -> FC:
     f = click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)(f)
     f = rules_options(f)
     f = format_option(FORMATS, "text")(f)
@@ -31,7 +38,7 @@ def _say(msg: str) -> None:
     click.echo(f"aoti-trace: {msg}", err=True)
 
 
-def _plain_summary(analysis) -> str:
+def _plain_summary(analysis: Analysis) -> str:
     """Fallback when no report renderer is available: title, message and evidence of each finding."""
     if not analysis.findings:
         return "No problem found.\n"
@@ -43,7 +50,7 @@ def _plain_summary(analysis) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _render(analysis, fmt: str) -> str:
+def _render(analysis: Analysis, fmt: str) -> str:
     try:
         from aoti_trace.report import render
     except ImportError:
@@ -59,8 +66,9 @@ def _fallback_exit(failed: bool) -> int:
 @click.option("--ladder", "ladder", is_flag=True, help="run the debugging ladder (see `aoti-trace ladder`)")
 @_options
 @click.pass_context
-def run_cmd(ctx: click.Context, ladder, out, logs, check_inputs, timeout, env, fmt, rules_paths, no_builtin_rules,
-            cmd) -> None:
+def run_cmd(ctx: click.Context, ladder: bool, out: Path | None, logs: str | None, check_inputs: bool,
+            timeout: float | None, env: tuple[str, ...], fmt: str, rules_paths: tuple[Path, ...],
+            no_builtin_rules: bool, cmd: tuple[str, ...]) -> None:
     """Run CMD with TORCH_TRACE and the AOTI debug variables set, capture it crash-safely, then diagnose it.
 
     \b
@@ -96,8 +104,9 @@ def run_cmd(ctx: click.Context, ladder, out, logs, check_inputs, timeout, env, f
 @click.option("--minify-budget", type=float, default=None, help="seconds the minifier may run (default 1200)")
 @_options
 @click.pass_context
-def ladder_cmd(ctx: click.Context, minify, minify_budget, out, logs, check_inputs, timeout, env, fmt, rules_paths,
-               no_builtin_rules, cmd) -> None:
+def ladder_cmd(ctx: click.Context, minify: bool, minify_budget: float | None, out: Path | None, logs: str | None,
+               check_inputs: bool, timeout: float | None, env: tuple[str, ...], fmt: str,
+               rules_paths: tuple[Path, ...], no_builtin_rules: bool, cmd: tuple[str, ...]) -> None:
     """Run the AOTI debugging guide's procedure on CMD, one fresh capture per stage, until one gives a diagnosis.
 
     \b

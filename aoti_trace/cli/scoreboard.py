@@ -18,7 +18,8 @@ from aoti_trace.cli.options import format_option, out_option, rules_options, rul
 @format_option(["markdown", "json"], "markdown")
 @out_option("write the scoreboard here instead of stdout")
 @click.pass_context
-def scoreboard_cmd(ctx: click.Context, roots, rules_paths, no_builtin_rules, fmt, out) -> None:
+def scoreboard_cmd(ctx: click.Context, roots: tuple[Path, ...], rules_paths: tuple[Path, ...], no_builtin_rules: bool,
+                   fmt: str, out: Path | None) -> None:
     """Score the primary diagnosis on every case (folders with expected.yaml) below ROOTS (default: fixtures)."""
     from aoti_trace import corpus
 

@@ -21,7 +21,8 @@ from aoti_trace.cli.options import format_option, out_option, rules_options
 @format_option(["text", "json", "html"], "text")
 @out_option("folder for runs.parquet, findings.parquet, signatures.parquet", file_okay=False)
 @rules_options
-def triage_cmd(roots, engine, jobs, address, since, fmt, out, rules_paths, no_builtin_rules) -> None:
+def triage_cmd(roots: tuple[Path, ...], engine: str, jobs: int | None, address: str | None, since: Path | None,
+               fmt: str, out: Path | None, rules_paths: tuple[Path, ...], no_builtin_rules: bool) -> None:
     """Triage every run (capture folder, CI log, rank log) below ROOTS into a table of failure signatures."""
     from aoti_trace.fleet import render
     from aoti_trace.fleet.triage import compare, read_previous, triage, write

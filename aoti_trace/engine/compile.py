@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 import polars as pl
@@ -186,7 +187,7 @@ def _absent(df: pl.DataFrame, pred: Pred, texts: dict[str, str], literals: dict[
     return literal not in texts[leaf.column]
 
 
-def match(plan: Plan, frames: Frames, runs: list[str], applies: dict[str, list[str] | None]) -> Matches:
+def match(plan: Plan, frames: Frames, runs: list[str], applies: Mapping[str, list[str] | None]) -> Matches:
     """Evaluate every rule of ``plan`` over ``frames``: which rules hit which runs.
 
     ``applies`` maps rule id to the runs the rule applies to (torch range), or None for all runs.
@@ -240,9 +241,9 @@ def select_rows(
     df = df.sort(ROW).select([c for c in df.columns if not c.startswith("__r") or c == ROW])
     regex = leaf.regex if leaf is not None else None
     names = list(re.compile(regex).groupindex) if regex else []
-    if names:
-        pattern = ("(?i)" if leaf.ignore_case else "") + regex  # type: ignore[union-attr,operator]
-        df = df.with_columns(pl.col(leaf.column).str.extract_groups(pattern).alias("__groups"))  # type: ignore[union-attr]
+    if names and leaf is not None and regex:  # names come from the leaf's regex
+        pattern = ("(?i)" if leaf.ignore_case else "") + regex
+        df = df.with_columns(pl.col(leaf.column).str.extract_groups(pattern).alias("__groups"))
     out = df.to_dicts()
     for row in out:
         groups = row.get("__groups")

@@ -137,7 +137,8 @@ def _findings(cr: C.CompiledRule, matches: C.Matches, frames: Frames, runs_hit: 
         by_run.setdefault(row["run_id"], []).append(row)
     out: list[Ranked] = []
     for run_id in runs_hit:
-        anchors = [(cr.anchor, leaf, row) for row in by_run.get(run_id, [])]
+        anchors: list[tuple[C.Pred, Leaf | None, dict[str, Any]]] = [(cr.anchor, leaf, row)
+                                                                     for row in by_run.get(run_id, [])]
         if not anchors:  # the anchor sat in an `any` branch that did not hit: use the first positive row instead
             anchors = _fallback_anchor(cr, matches, run_id)
         for pred, aleaf, row in anchors:
@@ -145,7 +146,7 @@ def _findings(cr: C.CompiledRule, matches: C.Matches, frames: Frames, runs_hit: 
     return out
 
 
-def _fallback_anchor(cr: C.CompiledRule, matches: C.Matches, run_id: str) -> list[tuple[C.Pred, Leaf | None, dict]]:
+def _fallback_anchor(cr: C.CompiledRule, matches: C.Matches, run_id: str) -> list[tuple[C.Pred, Leaf | None, dict[str, Any]]]:
     for pred in cr.positives:
         rows = C.select_rows(matches, pred, [run_id], cr.rule.occurrence, pred.leaf)
         if rows:
@@ -154,7 +155,7 @@ def _fallback_anchor(cr: C.CompiledRule, matches: C.Matches, run_id: str) -> lis
 
 
 def _finding(
-    cr: C.CompiledRule, matches: C.Matches, frames: Frames, run_id: str, pred: C.Pred, leaf: Leaf | None, row: dict
+    cr: C.CompiledRule, matches: C.Matches, frames: Frames, run_id: str, pred: C.Pred, leaf: Leaf | None, row: dict[str, Any]
 ) -> Ranked:
     rule = cr.rule
     fields = _extract(rule, row)
@@ -213,7 +214,7 @@ def _with_message_lines(ev: Evidence, frames: Frames, run_id: str) -> Evidence:
     return ev.model_copy(update={"text": "\n".join([ev.text, *more])[:MAX_EVIDENCE_TEXT]})
 
 
-def _enclosing_exception(frames: Frames, run_id: str, row: dict) -> dict | None:
+def _enclosing_exception(frames: Frames, run_id: str, row: dict[str, Any]) -> dict[str, Any] | None:
     """The exception whose multi-line message holds the anchored line (the line is not the exception line itself):
     its ``Type: message`` line is the context a reader needs."""
     lineno, path, text = row.get("lineno"), row.get("path"), (row.get("text") or "").strip()
@@ -229,7 +230,7 @@ def _enclosing_exception(frames: Frames, run_id: str, row: dict) -> dict | None:
     return before.sort("lineno").row(-1, named=True)
 
 
-def _extract(rule: Rule, row: dict) -> dict[str, str]:
+def _extract(rule: Rule, row: dict[str, Any]) -> dict[str, str]:
     groups = row.get("__groups") or {}
     fields: dict[str, str] = {}
     for name, ref in rule.extract.items():
@@ -284,7 +285,7 @@ def matching_line(text: str | None, leaf: Leaf | None) -> str:
     return _first_line(text)
 
 
-def evidence_of(frame: str, row: dict, leaf: Leaf | None) -> Evidence:
+def evidence_of(frame: str, row: dict[str, Any], leaf: Leaf | None) -> Evidence:
     """An evidence item for one row of ``frame``."""
     column = TEXT_COLUMNS.get(frame)
     own = leaf if (leaf is not None and leaf.column == column) else None

@@ -21,6 +21,7 @@ launch. Pure text functions on generated code: no Polars, no torch.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 KERNEL_BLOCK = re.compile(r"async_compile\.triton\('(?P<name>\w+)', '''\n(?P<src>.*?)'''", re.S)
@@ -61,7 +62,9 @@ class KernelMatch:
 
 def _split_args(text: str) -> list[str]:
     """Top-level comma split of a call's argument text."""
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    depth = 0
+    cur: list[str] = []
     for ch in text:
         if ch in "([{<":
             depth += 1
@@ -93,7 +96,7 @@ def _index_pointers(src: str, var: str) -> set[str]:
     return ptrs
 
 
-def _cpp_kernels(code: str):
+def _cpp_kernels(code: str) -> Iterator[tuple[str, list[str], str]]:
     """``(name, params, source)`` of every C++ kernel function in ``code``."""
     heads = list(CPP_KERNEL.finditer(code))
     for i, m in enumerate(heads):
@@ -183,7 +186,7 @@ def _resolve_launch(wrapper: str, match: KernelMatch, src: str, index_var: str |
     if index_var:
         for ptr in sorted(_index_pointers(src, index_var)):
             arg = arg_of.get(ptr)
-            if arg in inputs:
+            if arg is not None and arg in inputs:
                 match.index_inputs.append(inputs[arg])
                 match.index_input_names.append(arg)
 
@@ -218,6 +221,7 @@ def remedy(m: KernelMatch, env_flags: dict[str, str] | None = None) -> str:
     check = " ".join(f"{k}={v}" for k, v in (env_flags or {}).items())
     if m.bound_constant is not None:
         n = m.bound_value
+        assert n is not None  # bound_constant is only set from a literal bound (_resolve_launch)
         return (
             f"The index data is larger than the table it indexes. Kernel {site} reads the constant `{m.bound_constant}` "
             f"(shape {m.bound_constant_shape}), which has {n} entries along dim {m.bound_constant_dim}, and the index "

@@ -19,6 +19,7 @@ and ``info`` findings alone give no primary.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from aoti_trace.engine.schema import Rule
 from aoti_trace.findings import Finding
@@ -34,7 +35,7 @@ class Ranked:
     position: tuple[int | None, int] = (None, 0)  # (anchor lineno, row index in its frame)
 
 
-def sort_key(item: Ranked) -> tuple:
+def sort_key(item: Ranked) -> tuple[Any, ...]:
     rule, (line, row) = item.rule, item.position
     return (
         SEVERITIES.index(rule.severity),

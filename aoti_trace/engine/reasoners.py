@@ -31,7 +31,7 @@ Registered:
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Any, Callable
 
 import polars as pl
 
@@ -75,7 +75,7 @@ def _add(finding: Finding, *, fields: dict[str, str] | None = None, env: dict[st
          note: str | None = None, evidence: list[Evidence] | None = None, advice: str | None = None) -> Finding:
     """Add what a reasoner found: fields, rerun variables, a note on the message, evidence, and ``advice``: a first
     paragraph of the remedy that uses the specifics (the rule's generic steps follow it)."""
-    update: dict = {}
+    update: dict[str, Any] = {}
     if advice:
         update["remedy"] = f"{advice}\n\n{finding.remedy}"
     if fields:

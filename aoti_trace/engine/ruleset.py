@@ -3,6 +3,7 @@ evaluates; :mod:`aoti_trace.library.loader` reads it from rule folders)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +33,7 @@ class RuleSet:
     roots: dict[str, Path] = field(default_factory=dict)  # rule id -> its folder, when it is not ``root``
     literals: dict[str, str | None] = field(default_factory=dict)  # regex -> its required literal (engine.literal)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Rule]:
         return iter(self.rules)
 
     def __len__(self) -> int:

@@ -10,7 +10,7 @@ precise error for a mistake in a nested node instead of one per union member (ru
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
 import polars as pl
 from pydantic import (
@@ -37,7 +37,10 @@ BAD_TEMPLATE_RE = re.compile(r"\{\{(?!\s*[A-Za-z_]\w*\s*\}\})")
 
 Status = Literal["experimental", "test", "stable", "deprecated"]
 Occurrence = Literal["last", "first", "all"]
-FrameName = Literal[tuple(SCHEMAS)]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # a Literal built from SCHEMAS at run time (pydantic validates it); a frame name is a str to mypy
+    FrameName: TypeAlias = str
+else:
+    FrameName = Literal[tuple(SCHEMAS)]
 
 # line kinds a `lines` leaf skips unless it lists them in `include`
 # (traceback_code: the source lines a traceback quotes, e.g. `raise RuntimeError(f"Missing out variants: ...")`, which
@@ -121,7 +124,8 @@ def _fits(value: Any, dtype: Any) -> bool:
 def _kind(value: Any) -> str:
     if isinstance(value, dict):
         return next((k for k in ("all", "any", "not") if k in value), "leaf")
-    return {All: "all", AnyOf: "any", Not: "not"}.get(type(value), "leaf")
+    kinds: dict[type[object], str] = {All: "all", AnyOf: "any", Not: "not"}
+    return kinds.get(type(value), "leaf")
 
 
 class All(Strict):

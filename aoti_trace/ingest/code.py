@@ -15,6 +15,7 @@ run, files up to :data:`MAX_SOURCE_BYTES`.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -35,7 +36,7 @@ def code_frame(frames: Frames) -> pl.DataFrame:
     """Frame ``code`` (see :data:`aoti_trace.frames.SCHEMAS`)."""
     from aoti_trace.ingest.trace import read_payloads
 
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     art = frames["artifacts"]
     if art.height:
         dumps = art.with_row_index("_order").filter(pl.col("payload_offset").is_not_null() & pl.col("payload_length").is_not_null()
@@ -69,7 +70,7 @@ def code_frame(frames: Frames) -> pl.DataFrame:
 def generated_frame(frames: Frames) -> pl.DataFrame:
     """Frame ``generated`` (see :data:`aoti_trace.frames.SCHEMAS`): for each file a run's log names, its text from
     disk, else from the run's packages (an entry with the same base name)."""
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     packages = _packages(frames)
     for run_id, files in _named_files(frames).items():
         for file in files:

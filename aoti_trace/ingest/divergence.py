@@ -18,6 +18,8 @@ Masking runs as Polars string expressions; payloads are read only for runs with 
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 from aoti_trace.frames import Frames, conform, empty
@@ -42,7 +44,7 @@ def divergence_frame(frames: Frames) -> pl.DataFrame:
     return conform("divergence", pl.DataFrame(rows)) if rows else empty("divergence")
 
 
-def _run(frames: Frames, run_id: str) -> list[dict]:
+def _run(frames: Frames, run_id: str) -> list[dict[str, Any]]:
     comp = frames["compiles"].filter((pl.col("run_id") == run_id) & pl.col("rank").is_not_null())
     ev = frames["events"].filter((pl.col("run_id") == run_id) & pl.col("rank").is_not_null())
     per = comp.group_by("rank").agg(
@@ -89,12 +91,12 @@ def _guards(ev: pl.DataFrame) -> pl.DataFrame:
     return g.group_by("rank").agg(pl.col("h").cast(pl.Utf8).str.join(" ").alias("guards"))
 
 
-def _who(ref: dict, other: dict) -> str:
+def _who(ref: dict[str, Any], other: dict[str, Any]) -> str:
     a, b = rank_ranges(other["rank"]), rank_ranges(ref["rank"])
     return f"rank{'s' if len(other['rank']) > 1 else ''} {a} vs rank{'s' if len(ref['rank']) > 1 else ''} {b}"
 
 
-def _say(aspect: str, ref: dict, other: dict) -> str:
+def _say(aspect: str, ref: dict[str, Any], other: dict[str, Any]) -> str:
     if aspect == "graphs":
         return f"{other['graphs']} compiled graphs instead of {ref['graphs']}"
     if aspect == "compile_ids":

@@ -14,6 +14,7 @@ the engine's built-in failure rules (:mod:`aoti_trace.engine.failure_rules`) rep
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import polars as pl
 
@@ -23,6 +24,7 @@ from aoti_trace.ingest.known_messages import lookup
 from aoti_trace.vocabulary import (CPP_ORIGIN, FAMILIES, PHASE_FAMILY, module_family, route_cpp,
                                    route_phase)
 
+Row = dict[str, Any]  # one row of a frame, as Polars' rows(named=True) gives it
 MAX_WHAT = 300
 # logged tracebacks at these glog levels were handled (torch logs and goes on): not failure evidence on their own
 HANDLED_LEVELS = ("V", "I", "W", "D")
@@ -32,7 +34,7 @@ TEXT_PHASES: list[tuple[str, str]] = [
     ("load", r"create_func_\(|AOTInductorModelContainerCreate|update_constant_buffer|AOTIModelPackageLoader"),
 ]
 # exception types and message heads that tell the phase when the frames do not (bounded Python re on one line)
-TYPE_PHASES: list[tuple[str, re.Pattern]] = [
+TYPE_PHASES: list[tuple[str, re.Pattern[str]]] = [
     ("lowering", re.compile(r"LoweringException|MissingOperatorWith(?:out)?Decomp")),
     ("autotune", re.compile(r"\b[Aa]utotuning\b|NoTritonConfigsError|benchmark_in_\w+_process")),
     ("build", re.compile(r"CppCompileError|InvalidCxxCompiler|CUDACompileError|CompilationError|PTXASError"
@@ -59,8 +61,8 @@ def _first_line(text: str | None) -> str:
     return ""
 
 
-def _by_run(df: pl.DataFrame) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
+def _by_run(df: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
     for row in df.to_dicts():
         out.setdefault(row["run_id"], []).append(row)
     return out
@@ -161,7 +163,7 @@ def _last_worded_before(lines: pl.DataFrame, ci_exit: pl.DataFrame, window: int 
     return out
 
 
-def _cpp_origin(exc: dict | None) -> str | None:
+def _cpp_origin(exc: dict[str, Any] | None) -> str | None:
     """The C++ source file of a c10 error ('Exception raised from <func> at <file>:<line>' in its message)."""
     message = (exc or {}).get("message") or ""
     i = message.find("Exception raised from ")
@@ -215,14 +217,16 @@ def _typed_phase(head: str, exc_type: str, wrapper_type: str) -> str | None:
     return next((phase for phase, pattern in TYPE_PHASES if pattern.search(head)), None)
 
 
-def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict], asserts: list[dict],
-             compiles: list[dict], errors: list[dict], hint: str | None, reported: list[dict],
-             ci_exit: list[dict], worded: list[dict], aborts: list[dict], fatal_logs: list[dict],
-             catalogue: bool = True) -> dict | None:
+def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], asserts: list[Row],
+             compiles: list[Row], errors: list[Row], hint: str | None, reported: list[Row],
+             ci_exit: list[Row], worded: list[Row], aborts: list[Row], fatal_logs: list[Row],
+             catalogue: bool = True) -> Row | None:
     proc = process[0] if process else {}
     code, sig = proc.get("exit_code"), proc.get("signal")
     if code is None and ci_exit:  # the CI runner's closing line gives the exit status the log itself does not
-        code = int(PATTERN_CI_EXIT.match(ci_exit[0]["text"])[1])
+        ci_match = PATTERN_CI_EXIT.match(ci_exit[0]["text"])
+        assert ci_match is not None  # the line was selected by this pattern
+        code = int(ci_match[1])
     timed_out, interrupted = bool(proc.get("timed_out")), bool(proc.get("interrupted"))
     signals: list[str] = []
     if code not in (None, 0):
@@ -273,7 +277,7 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
     if not signals:
         return None
 
-    row: dict = {"run_id": run, "path": None, "lineno": None, "signals": ",".join(signals), "exc_type": None}
+    row: dict[str, Any] = {"run_id": run, "path": None, "lineno": None, "signals": ",".join(signals), "exc_type": None}
     logged_by = ""  # the source file of a fatal log line, when that line says what failed
     exc = complete[-1] if complete else (cut[-1] if cut else None)
     # what failed
@@ -353,8 +357,8 @@ def _failure(run: str, process: list[dict], excs: list[dict], faults: list[dict]
     if wrapper_type:
         head = f"{head} {wrapper_type}"
     cpp = _cpp_origin(exc)
-    if phase in ("unknown", "user") and cpp is not None and route_cpp(cpp) is not None:
-        phase, source = route_cpp(cpp), f"C++: {cpp}"
+    if phase in ("unknown", "user") and cpp is not None and (routed := route_cpp(cpp)) is not None:
+        phase, source = routed, f"C++: {cpp}"
     if phase in ("unknown", "user"):
         typed = _typed_phase(head, str(row.get("exc_type") or ""), wrapper_type)
         if typed is not None:

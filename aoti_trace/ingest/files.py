@@ -125,7 +125,7 @@ class Inflater:
             what = "empty" if self.consumed == 0 else "cut short (truncated)"
             self.problem = f"gzip stream {what}; analysed the {self.produced} bytes decompressed before the end"
 
-    def _salvage(self, d, data: bytes) -> Iterator[bytes]:
+    def _salvage(self, d: zlib._Decompress, data: bytes) -> Iterator[bytes]:
         for i in range(0, len(data), SALVAGE_STEP):
             piece = data[i:i + SALVAGE_STEP]
             while piece:

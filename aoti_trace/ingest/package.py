@@ -100,7 +100,7 @@ import io
 import re
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 from pydantic import BaseModel, Field
@@ -198,7 +198,7 @@ class PackageInfo(BaseModel):
     models: list[ModelInfo] = Field(default_factory=list)
     issues: list[Issue] = Field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
 
 
@@ -234,7 +234,7 @@ def _elf_check(ar: pa.Archive, name: str, model: ModelInfo) -> None:
         return
     if len(head) < 64 or head[4] != 2:  # only 64-bit ELF is produced by AOTI
         return
-    order = "little" if head[5] == 1 else "big"
+    order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
     machine = int.from_bytes(head[18:20], order)
     model.so_machine = ELF_MACHINES.get(machine, f"elf-machine-{machine}")
     shoff = int.from_bytes(head[40:48], order)
@@ -550,8 +550,8 @@ def model_facts(model: ModelInfo) -> list[tuple[str, str | None, str, str | None
         f.append(("so_machine", None, model.so_machine, model.so_entry, None))
     if model.package_cpp_only:
         f.append(("package_cpp_only", None, "true", None, None))
-    for k in model.kernels:
-        f.append(("kernel", k.kind, k.name, k.entry, k.line))
+    for kern in model.kernels:
+        f.append(("kernel", kern.kind, kern.name, kern.entry, kern.line))
     for a in model.oob_asserts:
         f.append(("oob_assert", a["kernel"], a["text"], a["entry"], a["line"]))
     if model.cxx:
@@ -588,7 +588,7 @@ def host_rows(h: host_mod.HostInfo) -> list[tuple[str, str | None, str]]:
     return rows
 
 
-def _rows_frame(rows: list[dict]) -> pl.DataFrame:
+def _rows_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"run_id": pl.String, "path": pl.String, "lineno": pl.Int64, "model": pl.String,
                                       "item": pl.String, "key": pl.String, "value": pl.String, "entry": pl.String})
 
@@ -603,8 +603,8 @@ def package_frames(path: str | Path, run_id: str, host: host_mod.HostInfo | None
     path = Path(path)
     h = host
     frames = Frames()
-    rows: list[dict] = []
-    damage: list[dict] = []
+    rows: list[dict[str, Any]] = []
+    damage: list[dict[str, Any]] = []
 
     def row(model: str | None, key: str, item: str | None, value: str, entry: str | None = None,
             line: int | None = None) -> None:

@@ -11,6 +11,7 @@ import re
 import shlex
 import signal
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -97,8 +98,8 @@ def read_process(run: RunInputs) -> Frames:
     """The ``process`` frame of ``run`` (one row), plus ``damage`` for an unreadable manifest. Empty when nothing
     is known. An ``--exit-code`` value overrides the manifest's; an invalid one raises :class:`InputError`."""
     frames = Frames()
-    row: dict = {}
-    damage: list[dict] = []
+    row: dict[str, Any] = {}
+    damage: list[dict[str, Any]] = []
     if run.manifest is not None:
         row, damage = _read_manifest(run.manifest, run.run_id)
     if run.exit_code is not None:
@@ -115,7 +116,7 @@ def read_process(run: RunInputs) -> Frames:
     return frames
 
 
-def manifest_environment(run: RunInputs) -> dict | None:
+def manifest_environment(run: RunInputs) -> dict[str, Any] | None:
     """The ``environment`` a capture's manifest records about the machine it ran on (None without one; an unreadable
     manifest is reported as damage by :func:`read_process`)."""
     if run.manifest is None or run.manifest.name != "manifest.json":
@@ -128,7 +129,7 @@ def manifest_environment(run: RunInputs) -> dict | None:
     return env if isinstance(env, dict) and env else None
 
 
-def _damage(run_id: str, path: Path, kind: str, detail: str) -> dict:
+def _damage(run_id: str, path: Path, kind: str, detail: str) -> dict[str, Any]:
     return {"run_id": run_id, "path": str(path), "lineno": None, "kind": kind, "count": 1, "detail": detail}
 
 
@@ -142,12 +143,12 @@ def _seconds(value: object) -> float | None:
         return None
 
 
-def _read_manifest(path: Path, run_id: str) -> tuple[dict, list[dict]]:
+def _read_manifest(path: Path, run_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         return {}, [_damage(run_id, path, "unreadable", f"cannot read {path}: {exc.strerror}")]
-    row: dict = {"path": str(path)}
+    row: dict[str, Any] = {"path": str(path)}
     if path.name != "manifest.json":  # a bare exit-code file: '139', '-11', 'SIGSEGV', ...
         try:
             row["exit_code"], row["signal"] = parse_exit(text.strip().splitlines()[0] if text.strip() else "")
@@ -160,7 +161,7 @@ def _read_manifest(path: Path, run_id: str) -> tuple[dict, list[dict]]:
         return {}, [_damage(run_id, path, "bad_json", f"manifest is not valid JSON: {exc}")]
     if not isinstance(man, dict):
         return {}, [_damage(run_id, path, "bad_json", "manifest is not a JSON object")]
-    damage: list[dict] = []
+    damage: list[dict[str, Any]] = []
     code, sig = None, None
     try:
         code, sig = parse_exit(man.get("exit_code"))
@@ -180,7 +181,9 @@ def _read_manifest(path: Path, run_id: str) -> tuple[dict, list[dict]]:
         duration_s=_seconds(duration),
         env=_env_text(man.get("env")),
     )
-    environment = man.get("environment") if isinstance(man.get("environment"), dict) else {}
+    environment = man.get("environment")
+    if not isinstance(environment, dict):
+        environment = {}
     for column, key in (("torch", "torch"), ("cuda", "cuda"), ("cxx", "cxx"), ("cxx_version", "cxx_version"),
                         ("libstdcxx", "libstdcxx")):
         value = environment.get(key)

@@ -82,7 +82,7 @@ class Archive:
     def __enter__(self) -> Archive:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:

@@ -258,10 +258,11 @@ def blob_bytes(constants: list[ConstantSpec]) -> int | None:
     constant lives on CUDA.
     """
     live = [c for c in constants if not c.from_folded]
-    if any(c.data_size is None for c in live):
+    sizes = [c.data_size for c in live if c.data_size is not None]
+    if len(sizes) < len(live):
         return None
     all_cuda = bool(live) and all(c.device == "cuda" for c in live)
-    return sum(c.data_size if all_cuda else -(-c.data_size // ALIGN_BYTES) * ALIGN_BYTES for c in live)  # type: ignore[operator]
+    return sum(size if all_cuda else -(-size // ALIGN_BYTES) * ALIGN_BYTES for size in sizes)
 
 
 def tensor_bytes(shape: list[int], stride: list[int], offset: int, itemsize: int) -> int:

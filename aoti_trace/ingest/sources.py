@@ -8,6 +8,7 @@ with the script copied into it); it may span several lines (continuation lines a
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -20,7 +21,7 @@ MAX_SITES = 32  # call sites per analysis
 def sources_frame(frames: Frames) -> pl.DataFrame:
     """Frame ``sources`` (see :data:`aoti_trace.frames.SCHEMAS`)."""
     comp = frames["compiles"]
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     if comp.height == 0:
         return pl.DataFrame(rows, schema=schema("sources"))
     sites = (comp.filter(pl.col("user_frame").is_not_null()).select("run_id", "user_frame")

@@ -93,7 +93,7 @@ def rules_key(folders: Iterable[Path], extra: str = "") -> str:
     return h.hexdigest()
 
 
-def cached(folders: Iterable[Path], build: Callable[[], T], expect: type, extra: str = "") -> T:
+def cached(folders: Iterable[Path], build: Callable[[], T], expect: type[T], extra: str = "") -> T:
     """``build()``'s result for the rule files under ``folders``, from the cache when an entry exists.
 
     ``expect`` is the type the entry must hold (anything else is treated as corrupt); ``extra`` distinguishes
@@ -110,6 +110,7 @@ def cached(folders: Iterable[Path], build: Callable[[], T], expect: type, extra:
     if key in _MEMO:
         return _MEMO[key]  # type: ignore[return-value]
     entry = where / f"rules-{key}.pickle"
+    value: T
     try:
         value = pickle.loads(entry.read_bytes())
         if not isinstance(value, expect):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aoti_trace.engine.ruleset import RuleSet
+from aoti_trace.engine.schema import Leaf, Rule
 
 TEMPLATE_LEFTOVER = re.compile(r"\bTODO\b|<fill in>")
 
@@ -79,7 +80,7 @@ def lint(ruleset: RuleSet) -> list[Problem]:
     return problems
 
 
-def _leaves(rule):  # type: ignore[no-untyped-def]
+def _leaves(rule: Rule) -> list[Leaf]:
     from aoti_trace.engine.schema import leaves
 
     return [leaf for leaf, _ in leaves(rule.match)]

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import ValidationError
 
@@ -28,6 +29,10 @@ RULES_ENV = "AOTI_TRACE_RULES"  # extra rule folders, os.pathsep-separated, adde
 
 if TYPE_CHECKING:
     import yaml  # imported where a rule file is parsed: a cached rule set needs no YAML (start-up)
+
+# what every `rules_path` argument accepts: a rules folder or file, an already loaded RuleSet, or None (the built-in
+# library; see load_rules)
+RulesSource: TypeAlias = "str | Path | RuleSet | None"
 
 
 def default_rules_dir() -> Path:
@@ -70,9 +75,11 @@ def _child(node: yaml.Node | None, part: Any, key_node: bool = False) -> yaml.No
     if isinstance(node, yaml.MappingNode) and isinstance(part, str):
         for k, v in node.value:
             if k.value == part:
-                return k if key_node else v
+                found: yaml.Node = k if key_node else v
+                return found
     if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
-        return node.value[part]
+        item: yaml.Node = node.value[part]
+        return item
     return None
 
 
@@ -132,7 +139,7 @@ def _readable_loc(loc: tuple[Any, ...]) -> list[Any]:
 # ---------------------------------------------------------------------------------------------- fragments
 
 
-def _interpolate(data: Any, fragments: dict[str, str], path: Path, root: yaml.Node | None, loc: tuple = ()) -> Any:
+def _interpolate(data: Any, fragments: dict[str, str], path: Path, root: yaml.Node | None, loc: tuple[Any, ...] = ()) -> Any:
     if isinstance(data, dict):
         out = {}
         for k, v in data.items():
@@ -231,7 +238,7 @@ def _root_for(path: Path) -> Path:
     return start
 
 
-def load_rules(path: str | Path | None = None) -> RuleSet:
+def load_rules(path: RulesSource = None) -> RuleSet:
     """Load every rule under ``path`` (default: :func:`default_rules_dir`); a :class:`RuleSet` is returned as it is
     (see :func:`load_library`). Raises :class:`RuleError`.
 
@@ -270,7 +277,7 @@ def _load_rules(target: Path, root: Path) -> RuleSet:
     return rs
 
 
-def load_library(extra: list[str | Path] | tuple = (), *, builtin: bool = True, env: bool = True) -> RuleSet:
+def load_library(extra: Sequence[str | Path] = (), *, builtin: bool = True, env: bool = True) -> RuleSet:
     """The built-in library, plus the folders in ``$AOTI_TRACE_RULES`` (when ``env``), plus ``extra``: one
     :class:`RuleSet`. Each folder keeps its own fragments and guides; its ignore entries are added. A rule id or name
     defined in two folders is a :class:`RuleError` naming both files."""

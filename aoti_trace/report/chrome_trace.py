@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 
 from aoti_trace import __version__
@@ -32,7 +32,7 @@ PHASES = frozenset("BEXiICbneSTpFsftPNODMVvRc(),")
 KEEP = ("name", "cat", "ph", "ts", "dur", "tts", "tdur", "tid", "id", "id2", "bp", "s", "args", "cname", "scope")
 
 
-def _event(d: dict, pid: int, tids: dict[object, int]) -> dict:
+def _event(d: dict[str, Any], pid: int, tids: dict[object, int]) -> dict[str, Any]:
     out = {k: d[k] for k in KEEP if k in d}
     out["name"] = str(d["name"])
     out["ts"] = float(d["ts"])
@@ -48,10 +48,10 @@ def _event(d: dict, pid: int, tids: dict[object, int]) -> dict:
     return out
 
 
-def write_chrome_trace(frames: Frames, fh: IO[str]) -> dict:
+def write_chrome_trace(frames: Frames, fh: IO[str]) -> dict[str, Any]:
     """Write the Chrome trace of ``frames`` (its ``events`` frame) to ``fh``; returns ``otherData``."""
     ev = frames["chromium"]
-    processes: dict[tuple, int] = {}
+    processes: dict[tuple[Any, ...], int] = {}
     tids: dict[object, int] = {}
     written = skipped = 0
     fh.write('{"traceEvents": [\n')

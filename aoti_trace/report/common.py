@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -69,9 +70,9 @@ def evidence_location(ev: Evidence) -> str:
     return ev.path or ev.source
 
 
-def severity_counts(findings, sep: str = ", ") -> str:  # type: ignore[no-untyped-def]
+def severity_counts(findings: Iterable[Finding], sep: str = ", ") -> str:
     """'1 error, 0 warnings, 2 info': the one wording of the finding counts in every format."""
-    from aoti_trace.findings import SEVERITIES
+    from aoti_trace.vocabulary import SEVERITIES
 
     plural = {"error": "errors", "warning": "warnings", "info": "info"}
     counts = {s: sum(f.severity == s for f in findings) for s in SEVERITIES}
@@ -119,7 +120,7 @@ class Location:
     kind: str  # 'user' (user's source frame) | 'evidence' (the log line the evidence came from)
 
 
-def _row_at(df: pl.DataFrame, run_id: str, path: str | None, line: int | None) -> dict | None:
+def _row_at(df: pl.DataFrame, run_id: str, path: str | None, line: int | None) -> dict[str, Any] | None:
     if df.height == 0 or path is None or line is None:
         return None
     hit = df.filter((pl.col("run_id") == run_id) & (pl.col("path") == path) & (pl.col("lineno") == line))
@@ -127,7 +128,7 @@ def _row_at(df: pl.DataFrame, run_id: str, path: str | None, line: int | None) -
 
 
 def _real_file(name: str | None) -> bool:
-    return bool(name) and not name.startswith("<")
+    return bool(name and not name.startswith("<"))
 
 
 def split_frame(frame: str | None) -> tuple[str, int | None] | None:
@@ -411,7 +412,7 @@ def timelines(analysis: Analysis, max_events: int = MAX_CHROMIUM_EVENTS) -> list
         rows = ev.filter(pl.col("run_id") == run_id)
         truncated = rows.height > max_events
         rows = rows.head(max_events)
-        groups: dict[tuple, list[tuple[int, dict]]] = {}
+        groups: dict[tuple[Any, ...], list[tuple[int, dict[str, Any]]]] = {}
         for path in rows["path"].unique(maintain_order=True).to_list():
             for row in rows.filter(pl.col("path") == path).rows(named=True):
                 text = row["payload"]
@@ -447,7 +448,7 @@ def _finite(v: object) -> bool:
         return False
 
 
-def _spans(events: list[dict]) -> list[Span]:
+def _spans(events: list[dict[str, Any]]) -> list[Span]:
     spans: list[Span] = []
     stacks: dict[object, list[tuple[str, float]]] = {}
     last_ts = max(float(d["ts"]) for d in events)
@@ -461,7 +462,9 @@ def _spans(events: list[dict]) -> list[Span]:
             if idx is None:
                 continue
             _, start = stack.pop(idx)
-            args = d.get("args") if isinstance(d.get("args"), dict) else {}
+            args = d.get("args")
+            if not isinstance(args, dict):
+                args = {}
             failed = bool(args.get("fail_type")) and str(args.get("fail_type")) != "None"
             spans.append(Span(name, start, ts, idx, failed))
         elif ph == "X" and isinstance(d.get("dur"), (int, float)):

@@ -14,8 +14,9 @@ timeline of compile phases (from the trace's chromium events) and the run summar
 from __future__ import annotations
 
 import functools
+from collections.abc import MutableMapping, Sequence
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aoti_trace import __version__
 from aoti_trace.report.common import (
@@ -38,6 +39,10 @@ from aoti_trace.report.repro import repro_html
 if TYPE_CHECKING:
     from aoti_trace.analysis import Analysis
     from aoti_trace.findings import Finding
+    from markdown_it import MarkdownIt
+    from markdown_it.renderer import RendererHTML
+    from markdown_it.token import Token
+    from markdown_it.utils import OptionsDict
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 MAX_TIMELINE_ROWS = 45
@@ -108,13 +113,15 @@ footer { color:var(--muted); font-size:12px; margin-top:30px; }
 
 
 @functools.lru_cache(maxsize=1)
-def _markdown():  # type: ignore[no-untyped-def]
+def _markdown() -> MarkdownIt:
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark", {"html": False}).disable(["image", "autolink", "html_block", "html_inline"])
-    md.validateLink = lambda url: url.lower().startswith(("http://", "https://"))
+    # replacing the method on the instance is markdown-it's documented way to change the link check
+    md.validateLink = lambda url: url.lower().startswith(("http://", "https://"))  # type: ignore[method-assign]
 
-    def render_link(renderer, tokens, idx, options, env):  # type: ignore[no-untyped-def]  # bound to the renderer
+    def render_link(renderer: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict,  # bound to it
+                    env: MutableMapping[str, Any]) -> str:
         # validateLink is not consulted for an empty destination ('[text]()'): such a link is rendered as its text
         if not str(tokens[idx].attrGet("href") or "").lower().startswith(("http://", "https://")):
             env["skipped_links"] = env.get("skipped_links", 0) + 1
@@ -122,7 +129,8 @@ def _markdown():  # type: ignore[no-untyped-def]
         tokens[idx].attrSet("rel", "noreferrer noopener")
         return renderer.renderToken(tokens, idx, options, env)
 
-    def link_close(renderer, tokens, idx, options, env):  # type: ignore[no-untyped-def]
+    def link_close(renderer: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict,
+                   env: MutableMapping[str, Any]) -> str:
         if env.get("skipped_links"):
             env["skipped_links"] -= 1
             return ""
@@ -136,7 +144,8 @@ def _markdown():  # type: ignore[no-untyped-def]
 def markdown_to_html(text: str) -> str:
     """A guide or remedy (CommonMark) as HTML. Raw HTML in it is shown as text (escaped), images and autolinks are
     off, and only ``http``/``https`` links become ``<a>`` elements (never loaded by the report itself)."""
-    return _markdown().render(text.replace("\x00", ""))
+    html: str = _markdown().render(text.replace("\x00", ""))
+    return html
 
 def _sev(f: Finding) -> str:
     return f'<span class="badge {f.severity}">{escape(f.severity.upper())}</span>'

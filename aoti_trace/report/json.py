@@ -7,10 +7,10 @@ finding record per line (the summary is not included). Consumers must ignore unk
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aoti_trace import __version__
-from aoti_trace.findings import SEVERITIES
+from aoti_trace.vocabulary import SEVERITIES
 from aoti_trace.report.repro import REPRO_SCHEMA, repro_json
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ SCHEMA_ID = "https://raw.githubusercontent.com/aoti-trace/aoti-trace/main/" + SC
 SESSION_KEYS = ("rank", "session", "kind", "api", "status", "fail_type", "duration_s", "user_frame", "path")
 
 
-def run_summaries(analysis: Analysis) -> list[dict]:
+def run_summaries(analysis: Analysis) -> list[dict[str, Any]]:
     """Per-run metadata: inputs, command, exit status, duration, torch version, compile device, compile sessions,
     ranks and log damage (see docs/output.md)."""
     frames = analysis.frames
@@ -93,13 +93,13 @@ def render_jsonl(analysis: Analysis) -> str:
 
 
 # ------------------------------------------------------------------------------------------- JSON Schema
-def _nullable(t: str | list[str]) -> dict:
+def _nullable(t: str | list[str]) -> dict[str, Any]:
     types = [t] if isinstance(t, str) else list(t)
     return {"type": [*types, "null"]}
 
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
-RUN_SCHEMA: dict = {
+RUN_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["run_id", "inputs", "command", "exit_code", "signal", "timed_out", "duration_s", "torch_versions",
@@ -150,14 +150,14 @@ RUN_SCHEMA: dict = {
 }
 
 
-def finding_schema() -> dict:
+def finding_schema() -> dict[str, Any]:
     """JSON Schema of one finding record (``aoti-trace.finding/v1``, one line of ``jsonl``), from the model."""
     from aoti_trace.findings import Finding
 
     return Finding.model_json_schema(by_alias=True, mode="serialization")
 
 
-def document_schema() -> dict:
+def document_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of the ``--format json`` document (``aoti-trace.report/v1``)."""
     finding = finding_schema()
     defs = finding.pop("$defs", {})

@@ -48,7 +48,7 @@ _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0
 _CONTROLS.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))})
 
 
-def _escape(text: str, inline: re.Pattern = _INLINE) -> str:
+def _escape(text: str, inline: re.Pattern[str] = _INLINE) -> str:
     """Markdown-escape text (a few linear passes): entities for ``&<>``, a backslash before ``inline`` characters."""
     text = text.translate(_CONTROLS)
     text = "".join(_ENTITIES.get(c, c) for c in text) if any(c in text for c in "&<>") else text

@@ -9,7 +9,7 @@ One source for every format (:class:`aoti_trace.minify.MinifyResult`): ``text`` 
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aoti_trace.minify import SCHEMA, STATUSES
 
@@ -24,7 +24,7 @@ _RULE = {"type": ["object", "null"], "additionalProperties": False,
 _NUM = {"type": ["number", "null"]}
 _STR = {"type": ["string", "null"]}
 # JSON Schema of MinifyResult.to_json (schema "aoti-trace.minify/v1"): the document's optional ``repro`` key.
-REPRO_SCHEMA: dict = {
+REPRO_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["schema", "status", "reproduced", "reason", "command", "target", "verified", "repro", "rerun",
@@ -46,7 +46,7 @@ REPRO_SCHEMA: dict = {
 }
 
 
-def repro_json(analysis: Analysis) -> dict | None:
+def repro_json(analysis: Analysis) -> dict[str, Any] | None:
     repro = getattr(analysis, "repro", None)
     return repro.to_json() if repro is not None else None
 

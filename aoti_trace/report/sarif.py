@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from aoti_trace import __version__
@@ -47,7 +47,7 @@ def _clip(text: str, n: int = MAX_DESCRIPTION) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _artifact(path: str, source_root: Path | None) -> dict:
+def _artifact(path: str, source_root: Path | None) -> dict[str, Any]:
     p = Path(path)
     rel = inside(path, source_root)
     if rel is not None:
@@ -57,14 +57,14 @@ def _artifact(path: str, source_root: Path | None) -> dict:
     return {"uri": quote(p.as_posix())}
 
 
-def _physical(path: str, line: int | None, source_root: Path | None) -> dict:
-    loc: dict = {"artifactLocation": _artifact(path, source_root)}
+def _physical(path: str, line: int | None, source_root: Path | None) -> dict[str, Any]:
+    loc: dict[str, Any] = {"artifactLocation": _artifact(path, source_root)}
     if line and line > 0:
         loc["region"] = {"startLine": int(line)}
     return {"physicalLocation": loc}
 
 
-def _rule(analysis: Analysis, f: Finding) -> dict:
+def _rule(analysis: Analysis, f: Finding) -> dict[str, Any]:
     rerun = f.rerun
     guide = guide_display(analysis, f)
     text = f.remedy.strip()
@@ -86,8 +86,8 @@ def _rule(analysis: Analysis, f: Finding) -> dict:
     }
 
 
-def _result(analysis: Analysis, f: Finding, index: int, source_root: Path | None) -> dict:
-    result: dict = {
+def _result(analysis: Analysis, f: Finding, index: int, source_root: Path | None) -> dict[str, Any]:
+    result: dict[str, Any] = {
         "ruleId": f.rule_id,
         "ruleIndex": index,
         "level": LEVEL[f.severity],
@@ -127,10 +127,10 @@ def automation_id(category: str | None = None) -> str:
 
 
 def sarif_document(analysis: Analysis, *, source_root: str | Path | None = None,
-                   category: str | None = None) -> dict:
+                   category: str | None = None) -> dict[str, Any]:
     """The SARIF log as a dict."""
     root = Path(source_root) if source_root is not None else None
-    rules: list[dict] = []
+    rules: list[dict[str, Any]] = []
     index: dict[str, int] = {}
     for f in analysis.findings:
         if f.rule_id not in index:
@@ -138,7 +138,7 @@ def sarif_document(analysis: Analysis, *, source_root: str | Path | None = None,
             rules.append(_rule(analysis, f))
     results = [_result(analysis, f, index[f.rule_id], root) for f in analysis.findings]
     run_ids = sorted({r.run_id for r in analysis.runs})
-    run: dict = {
+    run: dict[str, Any] = {
         "tool": {"driver": {"name": "aoti-trace", "semanticVersion": __version__, "version": __version__,
                             "rules": rules}},
         "automationDetails": {"id": automation_id(category)},

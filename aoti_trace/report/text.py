@@ -14,7 +14,7 @@ escapes (``\x1b``, ``\x9b``, ``\u202e``) in every line of the report, coloured o
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import re
 
@@ -181,11 +181,11 @@ def _path_rank(path: str | None) -> int | None:
     return int(m[1] or m[2]) if m else None
 
 
-def _by_ranks(rows: list[dict], keys: tuple[str, ...]) -> list[tuple[dict, list[int], str]]:
+def _by_ranks(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> list[tuple[dict[str, Any], list[int], str]]:
     """Rows that differ only in rank (and duration) as one: (first row, its ranks, the duration or range).
     Rows without a rank stay one each, so a single-process run reads as before."""
-    groups: dict[tuple, list[dict]] = {}
-    out: list[tuple[dict, list[int], str]] = []
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    out: list[tuple[dict[str, Any], list[int], str]] = []
     for row in rows:
         if row.get("rank") is None:
             out.append((row, [], _fmt_s(row["duration_s"]) if row.get("duration_s") is not None else ""))

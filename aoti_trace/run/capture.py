@@ -39,6 +39,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
+from typing import IO, Any
 
 SCHEMA = "aoti-trace.capture/v1"
 PROBE_SCRIPT = Path(__file__).with_name("probe.py")  # run with the command's own Python
@@ -47,7 +49,7 @@ PROBE_TIMEOUT_S = 120.0
 READER_DRAIN_S = 10.0
 MAX_DRAIN_READS = 256  # reads of up to 64 KiB each after the readers are told to stop
 # The child gets its own process group, so a timeout or a second Ctrl-C can end it with all its workers.
-_NEW_GROUP: dict = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+_NEW_GROUP: dict[str, Any] = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
 
 # Always set for a capture.
 BASE_ENV = {
@@ -89,7 +91,7 @@ class CaptureResult:
 
     out_dir: Path
     command: list[str]
-    exit_code: int | None
+    exit_code: int
     signal: str | None
     timed_out: bool
     interrupted: bool
@@ -154,7 +156,7 @@ def glibcxx_version(data: bytes) -> str | None:
     return "GLIBCXX_" + ".".join(map(str, max(found))) if found else None
 
 
-def _suggest(logs: str, facts: dict) -> str:
+def _suggest(logs: str, facts: dict[str, Any]) -> str:
     valid = facts.get("logs_valid") or []
     names = [n.strip().lstrip("+-") for n in logs.split(",")]
     bad = [n for n in names if n and n not in valid and "." not in n]
@@ -205,7 +207,8 @@ def probe_python(python: str, env: dict[str, str], logs: str | None = None) -> d
         return {"probe_error": f"{type(exc).__name__}: {exc}"[:300]}
     lines = res.stdout.decode("utf-8", "replace").strip().splitlines()
     try:
-        return json.loads(lines[-1])
+        facts: dict[str, object] = json.loads(lines[-1])
+        return facts
     except (IndexError, ValueError):
         err = res.stderr.decode("utf-8", "replace").strip().splitlines()
         return {"probe_error": (err[-1] if err else f"probe exited {res.returncode}")[:300]}
@@ -248,7 +251,8 @@ def system_facts(facts: dict[str, object], env: dict[str, str]) -> dict[str, obj
 # --------------------------------------------------------------------------- capture
 
 
-def _pump(src, sink, echo_to, stop: threading.Event, state: dict) -> None:
+def _pump(src: IO[bytes], sink: IO[bytes], echo_to: IO[bytes] | None, stop: threading.Event,
+          state: dict[str, Any]) -> None:
     """Copy bytes from a pipe to a file (and a terminal), flushing each chunk as it arrives.
 
     Returns at end of file, or soon after ``stop`` is set (having first copied whatever the pipe still holds);
@@ -285,7 +289,7 @@ def _pump(src, sink, echo_to, stop: threading.Event, state: dict) -> None:
                 echo_to = None  # the terminal went away; keep capturing to the file
 
 
-def _write_json(path: Path, data: dict) -> None:
+def _write_json(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
@@ -373,7 +377,7 @@ def capture(
         probe_thread = threading.Thread(target=_probe, name="aoti-trace-probe", daemon=True)
         probe_thread.start()
 
-    manifest = {
+    manifest: dict[str, Any] = {
         "schema": SCHEMA,
         "command": list(cmd),
         "cwd": run_cwd,
@@ -391,9 +395,9 @@ def capture(
 
     stdout_f = open(out / "stdout.txt", "wb", buffering=0)
     stderr_f = open(out / "stderr.txt", "wb", buffering=0)
-    state: dict = {"interrupted": False, "signals": 0, "pgid": None}
+    state: dict[str, Any] = {"interrupted": False, "signals": 0, "pgid": None}
 
-    def _forward(signum, _frame) -> None:
+    def _forward(signum: int, _frame: FrameType | None) -> None:
         state["interrupted"] = True
         state["signals"] += 1
         if state["pgid"] is None:
@@ -431,7 +435,7 @@ def capture(
     echo_err = getattr(sys.stderr, "buffer", None) if echo else None
     echo_out = echo_err if echo == "stderr" else getattr(sys.stdout, "buffer", None) if echo else None
     stop = threading.Event()
-    pumped: dict[str, dict] = {"stdout": {"eof": False}, "stderr": {"eof": False}}
+    pumped: dict[str, dict[str, Any]] = {"stdout": {"eof": False}, "stderr": {"eof": False}}
     readers = [
         threading.Thread(target=_pump, args=(proc.stdout, stdout_f, echo_out, stop, pumped["stdout"]), daemon=True),
         threading.Thread(target=_pump, args=(proc.stderr, stderr_f, echo_err, stop, pumped["stderr"]), daemon=True),
@@ -474,6 +478,8 @@ def capture(
                 f.close()
     left_open = [name for name, st in pumped.items() if not st["eof"]]
     for pipe in (proc.stdout, proc.stderr):
+        if pipe is None:  # never: both are pipes
+            continue
         try:
             pipe.close()  # the writer that is left gets EPIPE / SIGPIPE from now on
         except OSError:

@@ -24,6 +24,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 # AOTI_CPU_ISA word (upper case, as torch writes it) -> /proc/cpuinfo flags that must all be present.
 # torch builds the string from its picked VecISA: "AVX2", "AVX512", "AVX512 AVX512_VNNI",
@@ -58,7 +59,7 @@ class HostInfo:
     gpu_compute_capability: list[str] = field(default_factory=list)  # "90" per GPU, AOTI_COMPUTE_CAPABILITY form
     cpu_flags: list[str] | None = None  # the CPUINFO_FLAGS present; None if /proc/cpuinfo is unreadable
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -122,13 +123,13 @@ def from_environment(env: dict[str, object]) -> HostInfo:
         info.torch_cuda_version = str(env["cuda"]) if env.get("cuda") else None
         info.torch_hip_version = str(env["hip"]) if env.get("hip") else None
         info.torch_cuda = bool(info.torch_cuda_version or info.torch_hip_version)
-    if isinstance(env.get("gpus"), list):
-        info.gpu_names = gpu_names([str(g) for g in env["gpus"]])  # type: ignore[union-attr]
+    if isinstance(listed := env.get("gpus"), list):
+        info.gpu_names = gpu_names([str(g) for g in listed])
         info.gpu_count = len(info.gpu_names)
-    if isinstance(env.get("gpu_compute_capability"), list):
-        info.gpu_compute_capability = [str(c) for c in env["gpu_compute_capability"]]  # type: ignore[union-attr]
-    if isinstance(env.get("cpu_flags"), list):
-        info.cpu_flags = [str(f) for f in env["cpu_flags"]]  # type: ignore[union-attr]
+    if isinstance(listed := env.get("gpu_compute_capability"), list):
+        info.gpu_compute_capability = [str(c) for c in listed]
+    if isinstance(listed := env.get("cpu_flags"), list):
+        info.cpu_flags = [str(f) for f in listed]
     return info
 
 
@@ -193,9 +194,9 @@ def host_info() -> HostInfo:
         info.gpu_count = len(info.gpu_names)
         info.gpu_compute_capability = list(gpus["gpu_compute_capability"])
     else:
-        gpus = Path("/proc/driver/nvidia/gpus")
+        gpu_dir = Path("/proc/driver/nvidia/gpus")
         try:
-            info.gpu_count = len(list(gpus.iterdir())) if gpus.is_dir() else 0
+            info.gpu_count = len(list(gpu_dir.iterdir())) if gpu_dir.is_dir() else 0
         except OSError:
             info.gpu_count = None
     info.cpu_flags = read_cpu_flags()

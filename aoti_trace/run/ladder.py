@@ -26,14 +26,16 @@ from __future__ import annotations
 import json
 import re
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aoti_trace.run.capture import CaptureResult, capture
 from aoti_trace.vocabulary import CARRIER_FAMILIES
 
 if TYPE_CHECKING:
+    from aoti_trace.library.loader import RulesSource
     from aoti_trace.analysis import Analysis
     from aoti_trace.findings import Finding
     from aoti_trace.minify import MinifyResult
@@ -128,7 +130,7 @@ class StageResult:
             text += f"; {self.note}"
         return text
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "stage": self.stage.id,
             "name": self.stage.name,
@@ -203,7 +205,7 @@ class LadderResult:
             lines.append("\nNo stage gave a definite diagnosis.")
         return "\n".join(lines) + "\n"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = self.decisive
         return {
             "schema": SCHEMA,
@@ -257,7 +259,7 @@ def not_definite_because(finding: Finding | None, stage_env: dict[str, str]) -> 
     return None
 
 
-def analyze_capture(out_dir: Path, rules_path: str | Path | None = None) -> tuple[Analysis | None, str | None]:
+def analyze_capture(out_dir: Path, rules_path: RulesSource = None) -> tuple[Analysis | None, str | None]:
     """Analyse one capture folder; ``(None, reason)`` when the analysis modules are not available."""
     try:
         from aoti_trace.analysis import analyze
@@ -293,7 +295,8 @@ def _kernel_from(result: StageResult) -> str | None:
         if df.height and "launched_last" in df.columns:
             hits = df.filter(df["launched_last"].fill_null(False))["kernel"].to_list()
             if hits:
-                return hits[-1]
+                kernel: str = hits[-1]
+                return kernel
     assert result.capture is not None
     try:
         text = (result.capture.out_dir / "stdout.txt").read_text(encoding="utf-8", errors="replace")
@@ -321,8 +324,8 @@ def run_ladder(
     timeout: float | None = None,
     echo: bool | str = True,
     cwd: str | Path | None = None,
-    rules_path: str | Path | None = None,
-    progress=None,
+    rules_path: RulesSource = None,
+    progress: Callable[[str], None] | None = None,
     minify: bool = False,
     minify_budget: float | None = None,
 ) -> LadderResult:
@@ -390,7 +393,8 @@ def run_ladder(
 
 
 def _minify_stage(ladder: LadderResult, out: Path, carried: dict[str, str], budget: float | None, *,
-                  extra_env, timeout, echo, cwd, rules_path, progress) -> MinifyResult:
+                  extra_env: dict[str, str] | None, timeout: float | None, echo: bool | str,
+                  cwd: str | Path | None, rules_path: RulesSource, progress: Callable[[str], None]) -> MinifyResult:
     """Stage 5: minify the reported failure, or say why not; attach the result to the reported analysis."""
     from aoti_trace.minify import DEFAULT_BUDGET_S, MinifyResult, cannot_minify, minify
 

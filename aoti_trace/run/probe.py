@@ -10,7 +10,7 @@ import sys
 
 
 def main() -> None:
-    out = {"python": platform.python_version(), "python_executable": sys.executable, "platform": platform.platform()}
+    out: dict[str, object] = {"python": platform.python_version(), "python_executable": sys.executable, "platform": platform.platform()}
     try:
         from importlib import metadata
         for dist in ("torch", "triton", "pytorch-triton"):
