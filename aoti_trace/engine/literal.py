@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 MIN_LITERAL = 4  # a required literal shorter than this is not worth the pre-check
 
@@ -16,9 +17,9 @@ def required_literal(pattern: str) -> str | None:
     only), or None. Read from Python's parse of the pattern; a pattern Python reads differently or not at all,
     one with a case-insensitive flag, or one whose longest run is shorter than :data:`MIN_LITERAL` gives None."""
     try:
-        import re._parser as sre  # type: ignore[import-not-found]
+        import re._parser as sre  # type: ignore[import-not-found]  # (mypy checks as Python 3.10)
     except ImportError:  # Python < 3.11
-        import sre_parse as sre  # type: ignore[no-redef]
+        import sre_parse as sre
     try:
         parsed = sre.parse(pattern)
     except Exception:  # noqa: BLE001 (Rust-only syntax, or anything Python rejects: no pre-check)
@@ -27,7 +28,7 @@ def required_literal(pattern: str) -> str | None:
         return None
     runs: list[str] = []
 
-    def walk(items) -> None:
+    def walk(items: Any) -> None:  # a parsed (sub)pattern: a sequence of (opcode, argument) pairs
         run: list[str] = []
         for op, arg in items:
             if op is sre.LITERAL:
