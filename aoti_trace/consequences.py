@@ -19,15 +19,21 @@ rank of the failing finding whose line comes first by its glog time stamp, else 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from aoti_trace.ranks import rank_ranges
+
+if TYPE_CHECKING:
+    from aoti_trace.discover import RunInputs
+    from aoti_trace.findings import Finding
+    from aoti_trace.frames import Frames
 
 COLLECTIVE = "distributed"
 NOT_A_CAUSE = frozenset({COLLECTIVE, "log_damage"})  # a killed rank's cut log is damage, not a reason
 
 
-def mark(findings: list, times: dict | None = None, job: Callable[[str], str] | None = None) -> list:
+def mark(findings: list[Finding], times: dict[tuple[str, str, str], str | None] | None = None,
+         job: Callable[[str], str] | None = None) -> list[Finding]:
     """``findings`` (in rank order) with consequences marked per job (module docstring); ``times``: the glog time
     stamp of each finding's first line, keyed by (run id, rule id, message); ``job``: run id -> job key."""
     times = times or {}
@@ -62,11 +68,11 @@ def mark(findings: list, times: dict | None = None, job: Callable[[str], str] | 
     return out
 
 
-def _time(f, times: dict) -> str | None:
+def _time(f: Finding, times: dict[tuple[str, str, str], str | None]) -> str | None:
     return times.get((f.run_id, f.rule_id, f.message))
 
 
-def job_of(runs: list, frames) -> Callable[[str], str]:
+def job_of(runs: list[RunInputs], frames: Frames) -> Callable[[str], str]:
     """run id -> job key for :func:`mark` across runs: a run whose capture recorded a ``RANK`` belongs to the job of
     its parent folder (``torchrun ... python -m aoti_trace.capture --out rank$RANK``), with the run found in that
     folder itself (the launcher's own log), if any; every other run is a job of its own."""

@@ -15,11 +15,14 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import polars as pl
 
 from aoti_trace.frames import Frames
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 PARALLEL_MIN_FILES = 16
 WORKERS_ENV = "AOTI_TRACE_WORKERS"
@@ -110,6 +113,9 @@ def _concat(parts: list[Frames]) -> Frames:
 class _Progress:
     """A rich progress bar on stderr, shown only on a terminal and only once the work has taken a second."""
 
+    bar: Progress | None
+    task: TaskID | None
+
     def __init__(self, total: int) -> None:
         self.total, self.done, self.start, self.bar, self.task = total, 0, time.monotonic(), None, None
         self.tty = sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
@@ -132,7 +138,7 @@ class _Progress:
                 return
             self.bar, self.task = bar, bar.add_task("reading trace files", total=self.total)
         if self.bar is not None:
-            self.bar.update(self.task, completed=self.done)
+            self.bar.update(self.task, completed=self.done)  # type: ignore[arg-type]  # task is set with bar
 
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:

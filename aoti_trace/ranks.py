@@ -5,7 +5,13 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from aoti_trace.findings import Finding
+    from aoti_trace.frames import Frames
 
 
 def rank_ranges(ranks: Iterable[int | None]) -> str:
@@ -29,7 +35,7 @@ OWN_RANK = r"\bRank \d+\b"  # a rank's own number in its message ('[Rank 3] Watc
 GLOG_TIME = r"[IWEFV](\d{4} \d{2}:\d{2}:\d{2}\.\d+)"  # the glog time stamp in a line's decoration (MMDD hh:mm:ss.f)
 
 
-def path_rank(expr):
+def path_rank(expr: pl.Expr) -> pl.Expr:
     """The rank a file's path names (``..._rank_3_xyz.log``, ``attempt_0/3/stderr.log``), else null."""
     import polars as pl
 
@@ -39,7 +45,7 @@ def path_rank(expr):
 MANIFEST_RANK = r"(?:^| )RANK=(\d+)(?: |$)"  # RANK in the process frame's env column (a capture's manifest)
 
 
-def manifest_ranks(frames) -> dict[str, int]:
+def manifest_ranks(frames: Frames) -> dict[str, int]:
     """run id -> the RANK its capture's manifest recorded (``torchrun ... python -m aoti_trace.capture``)."""
     import polars as pl
 
@@ -51,7 +57,7 @@ def manifest_ranks(frames) -> dict[str, int]:
     return dict(zip(got["run_id"].to_list(), got["r"].to_list()))
 
 
-def attribute(findings: list, frames) -> list:
+def attribute(findings: list[Finding], frames: Frames) -> list[Finding]:
     """``findings`` with ``ranks`` and ``first_rank`` set, and identical findings of several ranks merged.
 
     A finding's ranks: the rank of each evidence line (the ``[rankN]:`` prefix of the lines frame, else the rank
@@ -90,7 +96,8 @@ def attribute(findings: list, frames) -> list:
         pl.col("rank").unique().sort().alias("ranks"), pl.col("rank").first().alias("first_rank"),
         pl.col("ts").first().alias("ts"))
     update = {row["i"]: row for row in per.iter_rows(named=True)}
-    out, times = [], {}
+    out: list[Finding] = []
+    times: dict[tuple[str, str, str], str | None] = {}
     for i, f in enumerate(findings):
         if i in update:
             f = f.model_copy(update={"ranks": update[i]["ranks"], "first_rank": update[i]["first_rank"]})
@@ -101,10 +108,10 @@ def attribute(findings: list, frames) -> list:
     return consequences.mark(merge(out), times)
 
 
-def merge(findings: list) -> list:
+def merge(findings: list[Finding]) -> list[Finding]:
     """Identical findings (run, rule, message) of different ranks as one finding with the union of the ranks."""
-    first: dict[tuple, int] = {}
-    out: list = []
+    first: dict[tuple[str, str, str], int] = {}
+    out: list[Finding] = []
     for f in findings:
         key = (f.run_id, f.rule_id, f.message)
         if f.ranks and key in first:

@@ -36,12 +36,12 @@ def build_corpus(dest: str | Path, n: int, sources: list[RunInputs], *, hosts: i
     for i in range(n):
         src = sources[i % len(sources)]
         folder = (dest / f"host=h{rng.randrange(hosts):03d}" / f"model=m{rng.randrange(models):02d}"
-                  / f"rank={rng.randrange(ranks)}" / f"{i:05d}-{src.root.name}")
+                  / f"rank={rng.randrange(ranks)}" / f"{i:05d}-{src.root.name}")  # type: ignore[union-attr]  # discovered runs have a root
         files = [*src.trace_files, *src.stderr, *src.stdout, *src.packages]
         if src.manifest is not None:
             files.append(src.manifest)
         for f in files:
-            target = folder / f.relative_to(src.root)
+            target = folder / f.relative_to(src.root)  # type: ignore[arg-type]  # as above
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(f, target)
         out.append(folder)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from html import escape
+from typing import Any
 
 import polars as pl
 
@@ -28,7 +29,7 @@ def _when(t: datetime | None) -> str:
     return t.strftime("%Y-%m-%d %H:%M") if t is not None else "?"
 
 
-def _row(s: dict) -> str:
+def _row(s: dict[str, Any]) -> str:
     sev = s.get("severity") or ""
     facts = "".join(f"<div class=\"muted\">{k} <code>{escape(str(s[k]))}</code></div>"
                     for k in ("kernel", "op", "exc_type") if s.get(k))

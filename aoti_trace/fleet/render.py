@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Any
 
 import polars as pl
 
@@ -41,8 +42,8 @@ def render_text(result: Triage, table: pl.DataFrame | None = None) -> str:
                     f"[{s['family']}]  sig {s['signature']}{change}"]
         facts = "  ".join(f"{k} {s[k]}" for k in ("kernel", "op", "exc_type") if s.get(k))
         out.append(f"  {visible(s['template'] or s['title'] or '')}")
-        where = [f"{s[k]} {k}" for k in ("hosts", "models") if s[k]] + ([f"ranks {s['ranks']}"] if s["ranks"] else [])
-        seen = (f"  seen {_when(s['first_seen'])} .. {_when(s['last_seen'])}" + "".join(f", {w}" for w in where)
+        spread = [f"{s[k]} {k}" for k in ("hosts", "models") if s[k]] + ([f"ranks {s['ranks']}"] if s["ranks"] else [])
+        seen = (f"  seen {_when(s['first_seen'])} .. {_when(s['last_seen'])}" + "".join(f", {w}" for w in spread)
                 + (f"  {facts}" if facts else ""))
         out.append(seen)
         out.append(f"  example: {visible(s['example_run'] or '')}")
@@ -52,7 +53,7 @@ def render_text(result: Triage, table: pl.DataFrame | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def _delta(s: dict) -> str:
+def _delta(s: dict[str, Any]) -> str:
     prev = s.get("previous_runs")
     if s.get("change") == "changed" and prev is not None:
         return f" {prev} -> {s['runs']}"

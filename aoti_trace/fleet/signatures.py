@@ -18,6 +18,7 @@ hashed once per distinct key, so the same failure has the same id in every triag
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import polars as pl
 
@@ -68,7 +69,7 @@ def add_signatures(findings: pl.DataFrame) -> pl.DataFrame:
     return out.join(ids, on=list(KEY_COLUMNS), how="left", nulls_equal=True)
 
 
-def signature_id(key: tuple) -> str:
+def signature_id(key: tuple[Any, ...]) -> str:
     """The stable id of one signature key (``KEY_COLUMNS`` values; None is the empty string)."""
     text = "\x1f".join("" if v is None else str(v) for v in key)
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]

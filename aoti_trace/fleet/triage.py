@@ -35,7 +35,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, cast
 
 import polars as pl
 
@@ -44,16 +44,23 @@ from aoti_trace.errors import InputError
 from aoti_trace.fleet.signatures import KEY_COLUMNS, add_signatures
 from aoti_trace.ranks import rank_ranges
 
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
+
+    from aoti_trace.findings import Finding
+    from rich.console import Console
+    from rich.progress import Progress
+
 ENGINES = ("local", "ray")
 BATCH = 32
 SIGNATURE_SEVERITIES = ("error", "warning")  # info findings describe, they do not fail a run
 
-RUN_SCHEMA = {
+RUN_SCHEMA: dict[str, PolarsDataType] = {
     "run_id": pl.Utf8, "root": pl.Utf8, "host": pl.Utf8, "model": pl.Utf8, "rank": pl.Int32,
     "started": pl.Datetime("us", "UTC"), "exit_code": pl.Int32, "findings": pl.Int32, "primary_rule": pl.Utf8,
     "error": pl.Utf8,
 }
-FINDING_SCHEMA = {
+FINDING_SCHEMA: dict[str, PolarsDataType] = {
     "run_id": pl.Utf8, "rule_id": pl.Utf8, "rule_name": pl.Utf8, "family": pl.Utf8, "severity": pl.Utf8,
     "primary": pl.Boolean, "title": pl.Utf8, "message": pl.Utf8, "remedy": pl.Utf8, "kernel": pl.Utf8,
     "op": pl.Utf8, "exc_type": pl.Utf8, "evidence": pl.Utf8, "ranks": pl.List(pl.Int32), "first_rank": pl.Int32,
@@ -62,7 +69,7 @@ FINDING_SCHEMA = {
 _RULES: Any = None  # the worker's rule set (loaded once per process by init_worker)
 
 
-def init_worker(rules_path: str | tuple | None = None) -> None:
+def init_worker(rules_path: str | tuple[Any, ...] | None = None) -> None:
     """Load the rules into this process (ProcessPoolExecutor initializer; called lazily on Ray workers).
     ``rules_path``: None (the built-in library), a rules folder, or ``(folders, builtin)`` as the CLI's repeatable
     ``--rules`` / ``--no-builtin-rules`` give it (:func:`aoti_trace.library.loader.load_library`)."""
@@ -78,7 +85,7 @@ def init_worker(rules_path: str | tuple | None = None) -> None:
         _RULES = (rules_path, library.load_rules(rules_path))
 
 
-def _rules(rules_path: str | None):
+def _rules(rules_path: str | tuple[Any, ...] | None) -> Any:
     if _RULES is None or _RULES[0] != rules_path:
         init_worker(rules_path)
     return _RULES[1]
@@ -87,7 +94,7 @@ def _rules(rules_path: str | None):
 # ---------------------------------------------------------------------------------------------- one run
 
 
-def analyse_batch(runs: list[RunInputs], rules_path: str | None = None) -> list[tuple[dict, list[dict]]]:
+def analyse_batch(runs: list[RunInputs], rules_path: str | tuple[Any, ...] | None = None) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Per run of ``runs``: its row for the ``runs`` frame and its findings' rows (the unit of work of both engines).
 
     The batch is parsed into one set of frames keyed by ``run_id`` and evaluated in one pass of the rules (the
@@ -107,12 +114,12 @@ def analyse_batch(runs: list[RunInputs], rules_path: str | None = None) -> list[
         return [r for run in runs for r in analyse_batch([run], rules_path)]
 
 
-def analyse_run(run: RunInputs, rules_path: str | None = None) -> tuple[dict, list[dict]]:
+def analyse_run(run: RunInputs, rules_path: str | tuple[Any, ...] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One run alone (:func:`analyse_batch` of one run)."""
     return analyse_batch([run], rules_path)[0]
 
 
-def _analyse(runs: list[RunInputs], rules_path: str | None) -> list[tuple[dict, list[dict]]]:
+def _analyse(runs: list[RunInputs], rules_path: str | tuple[Any, ...] | None) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     from aoti_trace import engine
     from aoti_trace.analysis import build_frames
 
@@ -121,7 +128,7 @@ def _analyse(runs: list[RunInputs], rules_path: str | None) -> list[tuple[dict, 
     findings = engine.evaluate(_rules(rules_path), frames)
     proc = frames["process"].filter(pl.col("exit_code").is_not_null())
     codes = dict(zip(proc["run_id"].to_list(), proc["exit_code"].to_list()))
-    by_run: dict[str, list] = {r.run_id: [] for r in runs}
+    by_run: dict[str, list[Finding]] = {r.run_id: [] for r in runs}
     for f in findings:
         by_run[f.run_id].append(f)
     out = []
@@ -164,14 +171,15 @@ def _int(v: Any) -> int | None:
         return None
 
 
-def run_facts(run: RunInputs) -> dict:
+def run_facts(run: RunInputs) -> dict[str, Any]:
     """Host, model, rank and start time of a run (see the module docstring for where each comes from)."""
     root = run.root if run.root is not None else Path(run.run_id)
     parts = Path(run.run_id).parts + tuple(root.parts)
     hive = _hive(parts)
     man = _manifest(run.manifest)
-    env = man.get("env") if isinstance(man.get("env"), dict) else {}
-    environment = man.get("environment") if isinstance(man.get("environment"), dict) else {}
+    # dict.get() twice: the isinstance() check does not narrow the second call's result
+    env = cast("dict[str, Any]", man.get("env") if isinstance(man.get("env"), dict) else {})
+    environment = cast("dict[str, Any]", man.get("environment") if isinstance(man.get("environment"), dict) else {})
     rank = _int(hive.get("rank"))
     if rank is None:
         rank = _int(env.get("RANK"))
@@ -194,7 +202,7 @@ def _str(v: Any) -> str | None:
     return str(v) if v not in (None, "") else None
 
 
-def _manifest(path: Path | None) -> dict:
+def _manifest(path: Path | None) -> dict[str, Any]:
     if path is None or path.name != "manifest.json":
         return {}
     from aoti_trace.ingest import safe_json
@@ -207,7 +215,7 @@ def _manifest(path: Path | None) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _started(man: dict, run: RunInputs) -> datetime | None:
+def _started(man: dict[str, Any], run: RunInputs) -> datetime | None:
     raw = man.get("started_at")
     if isinstance(raw, str):
         try:
@@ -259,11 +267,11 @@ def _batches(runs: list[RunInputs], workers: int) -> list[list[RunInputs]]:
     return [runs[i:i + size] for i in range(0, len(runs), size)]
 
 
-def run_local(runs: list[RunInputs], jobs: int, rules_path: str | None = None,
-              progress: bool = False) -> list[tuple[dict, list[dict]]]:
+def run_local(runs: list[RunInputs], jobs: int, rules_path: str | tuple[Any, ...] | None = None,
+              progress: bool = False) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Analyse ``runs`` with ``jobs`` worker processes (1: in this process)."""
     batches = _batches(runs, jobs)
-    results: list[list | None] = [None] * len(batches)
+    results: list[list[tuple[dict[str, Any], list[dict[str, Any]]]] | None] = [None] * len(batches)
     with _progress(len(runs), progress) as advance:
         if jobs <= 1:
             init_worker(rules_path)
@@ -283,8 +291,8 @@ def run_local(runs: list[RunInputs], jobs: int, rules_path: str | None = None,
     return [r for batch in results for r in (batch or [])]
 
 
-def run_ray(runs: list[RunInputs], address: str | None = None, rules_path: str | None = None,
-            progress: bool = False) -> list[tuple[dict, list[dict]]]:
+def run_ray(runs: list[RunInputs], address: str | None = None, rules_path: str | tuple[Any, ...] | None = None,
+            progress: bool = False) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Analyse ``runs`` as Ray tasks on the cluster at ``address`` (``auto``, ``ray://...``; default
     ``RAY_ADDRESS``, else a local Ray instance). Uses the Ray session already initialised, if any."""
     try:
@@ -305,7 +313,7 @@ def run_ray(runs: list[RunInputs], address: str | None = None, rules_path: str |
     batches = _batches(runs, int(ray.cluster_resources().get("CPU", 1)))
     refs = [task.remote(b, rules_path) for b in batches]
     index = {ref: i for i, ref in enumerate(refs)}
-    results: list[list | None] = [None] * len(batches)
+    results: list[list[tuple[dict[str, Any], list[dict[str, Any]]]] | None] = [None] * len(batches)
     pending = list(refs)
     with _progress(len(runs), progress) as advance:
         while pending:
@@ -320,26 +328,28 @@ def run_ray(runs: list[RunInputs], address: str | None = None, rules_path: str |
 class _progress:
     """A rich progress bar on stderr when ``show``; otherwise a no-op. Used as ``with _progress(n, show) as adv``."""
 
+    bar: Progress | None
+
     def __init__(self, total: int, show: bool):
         self.total, self.show, self.bar = total, show, None
 
-    def __enter__(self):
+    def __enter__(self) -> Callable[[int], None]:
         if not self.show:
             return lambda n: None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-        self.bar = Progress("triage", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True,
-                            console=_stderr_console())
-        self.bar.start()
-        task = self.bar.add_task("runs", total=self.total)
-        return lambda n: self.bar.advance(task, n)
+        bar = self.bar = Progress("triage", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True,
+                                  console=_stderr_console())
+        bar.start()
+        task = bar.add_task("runs", total=self.total)
+        return lambda n: bar.advance(task, n)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.stop()
 
 
-def _stderr_console():
+def _stderr_console() -> Console:
     from rich.console import Console
 
     return Console(file=sys.stderr)
@@ -349,7 +359,7 @@ def _stderr_console():
 
 
 def triage(roots: list[str | Path], *, engine: str = "local", jobs: int | None = None, address: str | None = None,
-           rules_path: str | Path | tuple | None = None, progress: bool = False) -> Triage:
+           rules_path: str | Path | tuple[Any, ...] | None = None, progress: bool = False) -> Triage:
     """Find the runs below ``roots``, analyse each, and build the frames and the signature table."""
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
@@ -377,7 +387,7 @@ def triage(roots: list[str | Path], *, engine: str = "local", jobs: int | None =
                   [str(r) for r in roots])
 
 
-def frames_of(results: list[tuple[dict, list[dict]]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+def frames_of(results: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The ``runs`` and ``findings`` frames from the per-run results (findings with signature columns)."""
     runs = pl.DataFrame([r for r, _ in results], schema=RUN_SCHEMA, orient="row" if not results else None) \
         if results else pl.DataFrame(schema=RUN_SCHEMA)

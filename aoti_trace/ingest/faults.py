@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import polars as pl
 
@@ -86,8 +87,8 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
         text.str.extract_groups(UCX_SIGNAL).alias("_ucx"), text.str.contains(UCX_BACKTRACE).alias("_ucx_bt"),
     )
     run_id, path = sel["run_id"][0], sel["path"][0]
-    rows: list[dict] = []
-    state: dict[int, dict] = {}  # per rank: the open dump / terminate row
+    rows: list[dict[str, Any]] = []
+    state: dict[int, dict[str, Any]] = {}  # per rank: the open dump / terminate row
     for r in sel.iter_rows(named=True):
         rk, lineno, msg = r["_rk"], r["lineno"], r["_msg"]
         st = state.setdefault(rk, {"dump": None, "in_current": False, "term": None, "ucx": None})

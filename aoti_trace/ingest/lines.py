@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Callable, Iterable
 
 import polars as pl
 
@@ -330,12 +331,12 @@ def _loud_pattern() -> str:
 SPARSE_MIN_ROWS = 2048
 
 
-def _union(patterns) -> str:
+def _union(patterns: Iterable[str]) -> str:
     """One widened pattern that matches wherever any of ``patterns`` does."""
     return "|".join(f"(?:{_widened(_uncaptured(p))})" for p in patterns)
 
 
-def _sparse(df: pl.DataFrame, guard: str, column: str, step, defaults: dict[str, pl.Expr]) -> pl.DataFrame:
+def _sparse(df: pl.DataFrame, guard: str, column: str, step: Callable[[pl.DataFrame], pl.DataFrame], defaults: dict[str, pl.Expr]) -> pl.DataFrame:
     """``step(rows)`` applied only to the rows whose ``column`` matches ``guard`` (a pattern that matches wherever
     the step can change anything); the other rows get ``defaults``. The rows come back in any order."""
     if df.height < SPARSE_MIN_ROWS:
@@ -352,7 +353,7 @@ def _sparse(df: pl.DataFrame, guard: str, column: str, step, defaults: dict[str,
 
 # a line's log header, any of LOG_HEADERS (the first that matches, as separate matches would pick): one match
 HEADER = "^(?P<header>" + "|".join(
-    f"(?:{re.sub(r'[(][?]P<(level|src)>', lambda m, k=k: f'(?P<{m[1]}{k}>', h.removeprefix('^'))})"
+    f"(?:{re.sub(r'[(][?]P<(level|src)>', lambda m, k=k: f'(?P<{m[1]}{k}>', h.removeprefix('^'))})"  # type: ignore[misc]  # lambda with a default
     for k, h in enumerate(LOG_HEADERS)) + ")"
 
 

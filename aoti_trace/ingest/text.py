@@ -14,6 +14,7 @@ import re
 import sys
 import zlib
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -36,7 +37,7 @@ def read_stream(path: Path, stream: str, run_id: str) -> Frames:
         raise ValueError(f"stream must be one of {STREAMS}, not {stream!r}")
     from aoti_trace.ingest import text_stream
 
-    damage: list[dict] = []
+    damage: list[dict[str, Any]] = []
     if str(path) == "-":
         data = sys.stdin.buffer.read(text_stream.WHOLE_MAX + 1)
         if len(data) > text_stream.WHOLE_MAX:
@@ -81,7 +82,7 @@ def _gunzip(data: bytes) -> tuple[bytes, str | None]:
         return out, f"gzip stream is damaged ({exc}); analysed the {len(out)} bytes that could be decompressed"
 
 
-def _damage(run_id: str, path: str, lineno: int | None, kind: str, count: int, detail: str) -> dict:
+def _damage(run_id: str, path: str, lineno: int | None, kind: str, count: int, detail: str) -> dict[str, Any]:
     return {"run_id": run_id, "path": path, "lineno": lineno, "kind": kind, "count": count, "detail": detail}
 
 
@@ -96,7 +97,7 @@ def decode(data: bytes) -> tuple[str, int | None, int]:
         return text, data.count(b"\n", 0, exc.start) + 1, max(bad, 1)
 
 
-def clipped_damage(run_id: str, path: str, lineno: int | None, count: int) -> dict:
+def clipped_damage(run_id: str, path: str, lineno: int | None, count: int) -> dict[str, Any]:
     """The damage row for ``count`` lines cut to :data:`lines.MAX_LINE_CHARS` characters, the first at ``lineno``."""
     return _damage(run_id, path, lineno, "line_clipped", count,
                    f"{count} line(s) longer than {L.MAX_LINE_CHARS} characters: only their first "
@@ -108,7 +109,7 @@ def read_text_bytes(data: bytes, stream: str, run_id: str, path: str = "-") -> F
     text, bad_line, bad_count = decode(data)
     lines, complete = L.split_lines(text)
     frames = Frames()
-    damage: list[dict] = []
+    damage: list[dict[str, Any]] = []
     if bad_line is not None:
         damage.append(_damage(run_id, path, bad_line, "bad_utf8", bad_count,
                               f"{bad_count} invalid UTF-8 sequence(s), replaced by U+FFFD; first on line {bad_line}"))

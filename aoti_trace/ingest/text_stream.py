@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import zlib
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator
 
 import polars as pl
 
@@ -121,7 +121,7 @@ class _Gunzip:
         return out
 
 
-def read_chunked(f: BinaryIO, first: bytes, stream: str, run_id: str, path: str) -> Frames:
+def read_chunked(f: BinaryIO | _Gunzip, first: bytes, stream: str, run_id: str, path: str) -> Frames:
     """Read ``first`` + the rest of ``f`` chunk by chunk; keep what matters (module docstring)."""
     from aoti_trace.ingest.text import FH_LAST, _damage, clipped_damage, decode
 
@@ -165,7 +165,7 @@ def read_chunked(f: BinaryIO, first: bytes, stream: str, run_id: str, path: str)
         acc.add(L.classify(carry, stream, run_id, path), lineno - 1)
     gzip_error = acc.gzip_error
     frames = acc.frames(stream)
-    damage: list[dict] = []
+    damage: list[dict[str, Any]] = []
     if bad_first is not None:
         damage.append(_damage(run_id, path, bad_first, "bad_utf8", bad_count,
                               f"{bad_count} invalid UTF-8 sequence(s), replaced by U+FFFD; first on line {bad_first}"))
@@ -191,7 +191,7 @@ def read_chunked(f: BinaryIO, first: bytes, stream: str, run_id: str, path: str)
 # ---------------------------------------------------------------------------------------------- chunking
 
 
-def _chunks(f: BinaryIO, first: bytes, acc: _Kept) -> Iterator[tuple[bytes, bool]]:
+def _chunks(f: BinaryIO | _Gunzip, first: bytes, acc: _Kept) -> Iterator[tuple[bytes, bool]]:
     """Line-aligned chunks of about :data:`CHUNK` bytes; ``True`` with a chunk that ends inside a line."""
     buf = bytearray(first)
     eof = False
@@ -353,15 +353,16 @@ class _Kept:
         for name, _ in _ASSEMBLED:
             parts = [*self.rows[name], *([self.row_last[name]] if self.row_last[name] is not None else [])]
             if parts:
-                out.add(name, conform(name, pl.concat(parts, how="diagonal_relaxed")))
+                # mypy does not narrow the row_last[name] item above: parts holds DataFrames only
+                out.add(name, conform(name, pl.concat(parts, how="diagonal_relaxed")))  # type: ignore[type-var, arg-type]
         return out
 
-    def skipped(self, run_id: str, path: str, stream: str) -> list[dict]:
+    def skipped(self, run_id: str, path: str, stream: str) -> list[dict[str, Any]]:
         """The ``lines_skipped`` damage row (none when everything was kept)."""
         kept = self.kept
         n_skipped = self.total_lines - kept.height
         dropped_rows = {name: n - sum(d.height for d in self.rows[name]) - (
-            self.row_last[name].height if self.row_last[name] is not None else 0)
+            self.row_last[name].height if self.row_last[name] is not None else 0)  # type: ignore[union-attr]  # narrowed
             for name, n in self.row_counts.items()}
         if n_skipped <= 0 and not any(dropped_rows.values()):
             return []

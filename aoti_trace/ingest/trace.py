@@ -50,6 +50,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from typing import Any, BinaryIO, Iterable
 
 import polars as pl
 
@@ -108,7 +109,7 @@ def read_payloads(path: str | Path, ranges: list[tuple[int, int]]) -> list[str]:
     return [_strip_tabs(b).decode("utf-8", errors="replace") for b in blocks]
 
 
-def _gather(chunks, ranges: list[tuple[int, int]], blocks: list[bytes]) -> None:
+def _gather(chunks: Iterable[bytes], ranges: list[tuple[int, int]], blocks: list[bytes]) -> None:
     order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
     parts: dict[int, list[bytes]] = {i: [] for i in order}
     pos, first = 0, 0
@@ -135,7 +136,7 @@ def read_payload(path: str | Path, offset: int, length: int) -> str:
     return _strip_tabs(_read_block(Path(path), offset, length)).decode("utf-8", errors="replace")
 
 
-def payload_text(row: dict) -> str | None:
+def payload_text(row: dict[str, Any]) -> str | None:
     """Payload text of a frame row (a dict with ``path``, ``payload_offset``, ``payload_length``), or None."""
     if row.get("payload_offset") is None or row.get("payload_length") is None:
         return None
@@ -223,7 +224,7 @@ def _read_file(path: Path, run_id: str, verify: bool | None, frames: Frames) -> 
         frames.add("damage", _damage_frame(run_id, shown, problems))
 
 
-def _inflate_to_temp(src, shown: str, problems: meta.Problems) -> str:
+def _inflate_to_temp(src: BinaryIO, shown: str, problems: meta.Problems) -> str:
     """Decompress an opened ``.gz`` to a temporary file (bounded; whatever decompresses before damage is kept).
     Returns its path; the caller deletes it. The temporary file never outlives an error."""
     fd, tmp = tempfile.mkstemp(prefix="aoti_trace_", suffix=".log")
@@ -251,14 +252,14 @@ def _display_compile_id() -> pl.Expr:
     return pl.when(any_id).then(pl.format("[{}]", body))
 
 
-def _texts(hdr: pl.DataFrame, fh) -> list[str]:
+def _texts(hdr: pl.DataFrame, fh: BinaryIO) -> list[str]:
     """Header texts of the rows of ``hdr`` (kept in the index, or re-read by byte range)."""
     if "json_text" in hdr.columns:
         return hdr["json_text"].to_list()
     return [header_text(fh, off, width) for off, width in hdr.select("offset", "width").iter_rows()]
 
 
-def _build(local: str, size: int, fh, shown: str, run_id: str, file_rank: int | None, thorough: bool,
+def _build(local: str, size: int, fh: BinaryIO, shown: str, run_id: str, file_rank: int | None, thorough: bool,
            ends_with_newline: bool, problems: meta.Problems, frames: Frames) -> None:
     """Index ``local`` and add its frames. Memory (bench/RESULTS.md): the index is dropped as soon as the frames
     that share its columns exist, and the compile rows (JSON decoding, little allocation) are built before the
@@ -323,7 +324,7 @@ def _build(local: str, size: int, fh, shown: str, run_id: str, file_rank: int | 
                      f"payload lines after the header at line {orphans['lineno'][0]}, which has no has_payload",
                      int(orphans["pay_lines"].sum()))
     # ---- MD5
-    md5_ok = _check_md5(hdr, fh, thorough, last_rec, problems)
+    md5_ok = _check_md5(hdr, fh, thorough, last_rec, problems)  # type: ignore[arg-type]  # max() of the Int64 rec column
     # ---- interned strings and stacks
     strings = _interned(hdr, fh, problems)
     stack_of = _stacks(hdr, fh, strings, problems)  # stack_hash -> (frames, api, user_frame)
@@ -377,7 +378,7 @@ def _strings(col: pl.Series) -> pl.Series:
     if col.dtype != pl.Categorical:
         return col
     distinct = col.unique().drop_nulls().cast(pl.String).sort()
-    return distinct.gather(col.cast(pl.Enum(distinct)).to_physical()).alias(col.name)
+    return distinct.gather(col.cast(pl.Enum(distinct)).to_physical()).alias(col.name)  # type: ignore[no-any-return]  # polars' stubs
 
 
 def _keep(df: pl.DataFrame, predicate: pl.Expr) -> pl.DataFrame:
@@ -386,7 +387,7 @@ def _keep(df: pl.DataFrame, predicate: pl.Expr) -> pl.DataFrame:
     return df if mask.all() else df.filter(mask)
 
 
-def _check_md5(hdr: pl.DataFrame, fh, thorough: bool, last_rec: int, problems: meta.Problems) -> pl.Series:
+def _check_md5(hdr: pl.DataFrame, fh: BinaryIO, thorough: bool, last_rec: int, problems: meta.Problems) -> pl.Series:
     has = hdr.select("rec", "lineno", "event", "name", "md5", "pay_start", "pay_end")
     if thorough:
         has = has.filter(pl.col("md5").is_not_null())
@@ -418,7 +419,7 @@ def _check_md5(hdr: pl.DataFrame, fh, thorough: bool, last_rec: int, problems: m
     return hdr.select("rec").join(checked, on="rec", how="left", maintain_order="left")["ok"].alias("md5_ok")
 
 
-def _interned(hdr: pl.DataFrame, fh, problems: meta.Problems) -> dict[int, str]:
+def _interned(hdr: pl.DataFrame, fh: BinaryIO, problems: meta.Problems) -> dict[int, str]:
     """The ``str`` table: interned id -> path. (A function: the few filtered rows would otherwise stay alive
     until the end of :func:`_build`, and a filtered frame can keep the whole buffers of its string columns.)"""
     strings: dict[int, str] = {}
@@ -430,9 +431,9 @@ def _interned(hdr: pl.DataFrame, fh, problems: meta.Problems) -> dict[int, str]:
     return strings
 
 
-def _stacks(hdr: pl.DataFrame, fh, strings: dict[int, str], problems: meta.Problems) -> dict:
+def _stacks(hdr: pl.DataFrame, fh: BinaryIO, strings: dict[int, str], problems: meta.Problems) -> dict[int, tuple[Any, ...]]:
     """Decoded frames of each distinct stack (by hash); the header of its first record is re-read."""
-    out: dict[int, tuple] = {}
+    out: dict[int, tuple[Any, ...]] = {}
     rows = hdr.select("stack_hash", "lineno", "event", "offset", "width")  # select, then filter (a filter copies
     rows = rows.filter(pl.col("stack_hash").is_not_null())                # every column of its frame)
     rows = rows.group_by("stack_hash", maintain_order=True).agg(
@@ -448,7 +449,7 @@ def _stacks(hdr: pl.DataFrame, fh, strings: dict[int, str], problems: meta.Probl
     return out
 
 
-def _sessions(hdr: pl.DataFrame, stack_of: dict) -> pl.Series:
+def _sessions(hdr: pl.DataFrame, stack_of: dict[int, tuple[Any, ...]]) -> pl.Series:
     """Session number of every record (see the module docstring)."""
     cid = _display_compile_id()
     notable = hdr.select("rec", "event", "name", "stack_hash", cid.alias("cid")).filter(
@@ -478,10 +479,10 @@ def _sessions(hdr: pl.DataFrame, stack_of: dict) -> pl.Series:
         if event not in ("str", "chromium_event") and not (event == "artifact" and name == "torch_version"):
             substantive = True
     b = pl.Series(boundaries, dtype=pl.Int64)
-    return b.search_sorted(hdr["rec"], side="right").cast(pl.Int32).alias("session")
+    return b.search_sorted(hdr["rec"], side="right").cast(pl.Int32).alias("session")  # type: ignore[no-any-return]  # polars' stubs
 
 
-def _stack_rows(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str) -> pl.DataFrame:
+def _stack_rows(base: pl.DataFrame, stack_of: dict[int, tuple[Any, ...]], run_id: str, shown: str) -> pl.DataFrame:
     """One set of frames per distinct stack per session: ``lineno`` of the first record that logged it, ``records``
     = how many records of the session logged it.
 
@@ -515,7 +516,7 @@ def _stack_rows(base: pl.DataFrame, stack_of: dict, run_id: str, shown: str) -> 
                       "depth", "filename", "line", "function", "code", "is_user")
 
 
-def _compiles(base: pl.DataFrame, fh, stack_of: dict, run_id: str, shown: str,
+def _compiles(base: pl.DataFrame, fh: BinaryIO, stack_of: dict[int, tuple[Any, ...]], run_id: str, shown: str,
               problems: meta.Problems) -> pl.DataFrame:
     ev, name = pl.col("event"), pl.col("name")
     tv = (ev == "artifact") & (name == "torch_version")
@@ -545,7 +546,7 @@ def _compiles(base: pl.DataFrame, fh, stack_of: dict, run_id: str, shown: str,
         calls = [stack_of[t][1:] for t in s["stacks"] if t in stack_of]
         calls = [c for c in calls if c[0] in meta.ENTRY_APIS] or [c for c in calls if c[1]]
         best = max(calls, key=lambda c: meta.api_phase(c[0]), default=(None, None))  # the compile over the export
-        row: dict = {"run_id": run_id, "path": shown, "session": session, "api": best[0], "user_frame": best[1],
+        row: dict[str, Any] = {"run_id": run_id, "path": shown, "session": session, "api": best[0], "user_frame": best[1],
                      "rank": s["rank"]}
         decoded = None
         has_cm = s["cm_lineno"] is not None

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import re
 from contextlib import contextmanager
+from typing import Any, BinaryIO, Iterator
 
 import polars as pl
 
@@ -117,7 +118,7 @@ def _extract(lf: pl.LazyFrame, keep_text: bool) -> pl.LazyFrame:
 
 
 @contextmanager
-def _scan_env():
+def _scan_env() -> Iterator[None]:
     """Small CSV read-ahead for the streaming scan (peak RSS), unless the caller configured it."""
     added = [k for k in SCAN_ENV if k not in os.environ]
     for k in added:
@@ -160,7 +161,7 @@ class _MorselOffsets:
     def __call__(self, df: pl.DataFrame) -> pl.DataFrame:
         out = df.with_columns(self.LOCAL)
         if df.height:
-            self.parts.append((df["lineno"][0], df.height, df["width"].sum()))
+            self.parts.append((df["lineno"][0], df.height, df["width"].sum()))  # type: ignore[arg-type]  # Int64 column: an int
         return out
 
     def offsets(self, hdr: pl.DataFrame) -> pl.Series | None:
@@ -174,7 +175,7 @@ class _MorselOffsets:
             bases.append(total)
             total += nbytes
         at = pl.Series(first, dtype=pl.Int64).search_sorted(hdr["lineno"], side="right") - 1
-        return (pl.Series(bases, dtype=pl.Int64).gather(at) + hdr["local"]).alias("offset")
+        return (pl.Series(bases, dtype=pl.Int64).gather(at) + hdr["local"]).alias("offset")  # type: ignore[no-any-return]  # polars' stubs
 
 
 def _scan_headers(path: str, keep_text: bool) -> pl.DataFrame:
@@ -237,7 +238,7 @@ def _measure(data: bytes, start: int) -> tuple[int | None, int | None, int, int 
     return pay_start, pay_end, pay_lines, other_end
 
 
-def _check_last_header(fh, row: dict, size: int) -> None:
+def _check_last_header(fh: BinaryIO, row: dict[str, Any], size: int) -> None:
     """The last header is where the decoded widths put it, byte for byte (else offsets drifted)."""
     off, width = row["offset"], row["width"]
     fh.seek(max(0, off - 1))
@@ -283,7 +284,7 @@ def index_fast(path: str, keep_text: bool) -> pl.DataFrame:
         exact=pl.col("rec").is_in(blank_recs) | nxt.is_null(),
         nxt=nxt,
     )
-    patches: list[dict] = []
+    patches: list[dict[str, Any]] = []
     with open(path, "rb") as fh:
         _check_last_header(fh, hdr.row(-1, named=True), size)
         first_offset = hdr["offset"][0]
@@ -314,8 +315,8 @@ def index_fast(path: str, keep_text: bool) -> pl.DataFrame:
 
 def index_exact(path: str, keep_text: bool) -> pl.DataFrame:
     """Byte-exact index by a Python scan of the raw bytes (CRLF, invalid UTF-8, \\x01 bytes)."""
-    recs: list[dict] = []
-    cur: dict = {"rec": 0, "lineno": None, "offset": None, "width": None, "text": None, "pay_start": None,
+    recs: list[dict[str, Any]] = []
+    cur: dict[str, Any] = {"rec": 0, "lineno": None, "offset": None, "width": None, "text": None, "pay_start": None,
                  "pay_end": None, "pay_lines": 0, "other_end": None, "bad_utf8": 0}
     offset = 0
     rec = 0
@@ -361,7 +362,7 @@ def index_exact(path: str, keep_text: bool) -> pl.DataFrame:
     return pl.concat([extracted, rest], how="diagonal_relaxed").sort("rec").select(_columns(keep_text))
 
 
-def header_text(fh, offset: int, width: int) -> str:
+def header_text(fh: BinaryIO, offset: int, width: int) -> str:
     """The text of the header line at ``offset`` (``width`` bytes with its newline), as the index decoded it."""
     fh.seek(offset)
     raw = fh.read(width)

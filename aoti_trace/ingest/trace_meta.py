@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import Any
 
 from aoti_trace.ingest import safe_json
 from aoti_trace.vocabulary import is_user
@@ -37,7 +38,7 @@ AOTI_APIS = frozenset({"aoti_compile_and_package", "aot_compile", "aoti_compile"
 class Problems:
     """Damage collected while decoding: kind -> [count, first lineno, first detail]."""
 
-    rows: dict[str, list] = field(default_factory=dict)
+    rows: dict[str, list[Any]] = field(default_factory=dict)
 
     def add(self, kind: str, lineno: int | None, detail: str, count: int = 1) -> None:
         if kind in self.rows:
@@ -59,7 +60,7 @@ def parse_str_record(text: str, lineno: int, problems: Problems) -> tuple[int, s
         return None
 
 
-def parse_stack(stack_tail: str) -> list | None:
+def parse_stack(stack_tail: str) -> list[Any] | None:
     """The stack list from the text that follows ``"stack": [`` (the rest of the line is ignored)."""
     try:
         value, _ = safe_json.raw_decode("[" + stack_tail)
@@ -78,7 +79,7 @@ class Frame:
     is_user: bool
 
 
-def resolve_stack(raw: list, strings: dict[int, str], lineno: int, problems: Problems) -> list[Frame]:
+def resolve_stack(raw: list[Any], strings: dict[int, str], lineno: int, problems: Problems) -> list[Frame]:
     """Stack frames (outermost first) with interned file names resolved through this file's ``str`` table."""
     frames = []
     for depth, fr in enumerate(raw):
@@ -144,7 +145,7 @@ METRIC_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _typed(cm: dict, key: str, lineno: int, problems: Problems):
+def _typed(cm: dict[str, Any], key: str, lineno: int, problems: Problems) -> Any:
     value = cm.get(key)
     if value is None:
         return None
@@ -157,7 +158,7 @@ def _typed(cm: dict, key: str, lineno: int, problems: Problems):
     return value
 
 
-def decode_metrics(text: str, lineno: int, problems: Problems) -> dict | None:
+def decode_metrics(text: str, lineno: int, problems: Problems) -> dict[str, Any] | None:
     """Typed columns of a ``compilation_metrics`` header; None when its JSON does not decode."""
     try:
         env = safe_json.loads(text[text.index("] {") + 2:])
@@ -178,7 +179,7 @@ def decode_metrics(text: str, lineno: int, problems: Problems) -> dict | None:
     return out
 
 
-def _as_str(v) -> str | None:
+def _as_str(v: Any) -> str | None:
     if v is None:
         return None
     if isinstance(v, (list, tuple)):  # cpp.cxx is (None, 'g++')
@@ -187,7 +188,7 @@ def _as_str(v) -> str | None:
     return str(v)
 
 
-def inductor_facts(config: str | None, lineno: int, problems: Problems) -> dict:
+def inductor_facts(config: str | None, lineno: int, problems: Problems) -> dict[str, Any]:
     """AOTI metadata, compiler and debug flags from the ``inductor_config`` JSON string."""
     if not config:
         return dict.fromkeys(FACT_COLUMNS)
@@ -202,7 +203,7 @@ FACT_COLUMNS = ("device_key", "aoti_platform", "aoti_machine", "cpu_isa", "compu
 
 
 @functools.lru_cache(maxsize=64)
-def _config_facts(config: str) -> tuple[dict, tuple[tuple[str, str], ...]]:
+def _config_facts(config: str) -> tuple[dict[str, Any], tuple[tuple[str, str], ...]]:
     """(facts, ((damage kind, detail), ...)) of one config string; cached: a process logs the same inductor
     config (~25 KB of JSON) in every compilation_metrics record unless the user changes the config between
     compiles. Callers copy the dict."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 import polars as pl
 
@@ -29,15 +30,15 @@ MAX_LINE = 4096
 Frame = tuple[str, int, str, "str | None"]  # file, line, function, source text of the line
 
 
-def innermost(frames: list[Frame]) -> dict:
+def innermost(frames: list[Frame]) -> dict[str, Any]:
     """User and torch fields, and the phase, from frames listed outermost first (a new dict)."""
     return dict(_innermost(tuple(frames)))
 
 
 @functools.lru_cache(maxsize=4096)
-def _innermost(frames: tuple[Frame, ...]) -> dict:
+def _innermost(frames: tuple[Frame, ...]) -> dict[str, Any]:
     """:func:`innermost`, once per distinct stack (a long log repeats the same tracebacks); never mutated."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     if frames and frames[-1][3]:
         out["raise_code"] = frames[-1][3].strip()
     for file, line, func, code in reversed(frames):
@@ -108,10 +109,10 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
     sel = _prepared(df)
     if sel.height == 0:
         return empty("exceptions")
-    rows: list[dict] = []
-    by_rank: dict[int, dict] = {}  # per rank: current frames, open chain, pending relation, last frame line
+    rows: list[dict[str, Any]] = []
+    by_rank: dict[int, dict[str, Any]] = {}  # per rank: current frames, open chain, pending relation, last frame line
 
-    def cut(st: dict) -> None:
+    def cut(st: dict[str, Any]) -> None:
         """The open traceback ended without its exception line: record what it shows."""
         if st["frames"]:
             rows.append({"run_id": run_id, "path": path, "lineno": st["last_lineno"], "chain": 0, "chained_by": None,
