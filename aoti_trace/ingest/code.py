@@ -15,11 +15,11 @@ run, files up to :data:`MAX_SOURCE_BYTES`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import polars as pl
 
-from aoti_trace.frames import Frames
+from aoti_trace.frames import Frames, schema
 
 MAX_CODE_ARTIFACTS = 64  # wrapper and kernel code artifacts per run: the newest ones (a long trace compiles many times)
 MAX_DUMPS = 20  # graph dumps / output code per run and kind: the newest ones
@@ -59,12 +59,16 @@ def code_frame(frames: Frames) -> pl.DataFrame:
     if pkg.height:
         entries = (pkg.filter((pl.col("key") == "kernel") & pl.col("entry").str.ends_with(".cpp"))
                    .select("run_id", "path", "entry").unique(maintain_order=True).sort("run_id", "path", "entry"))
+        entry_texts: dict[str, dict[str, str]] = {}  # each package opened once
+        for (path,), group in entries.partition_by(["path"], as_dict=True, maintain_order=True).items():
+            wanted = frozenset(group["entry"].to_list())
+            entry_texts[path] = _read_entries(path, wanted.__contains__)
         for r in entries.iter_rows(named=True):
-            text = _package_entry(r["path"], r["entry"])
+            text = entry_texts[r["path"]].get(r["entry"])
             if text is not None:
                 rows.append({"run_id": r["run_id"], "path": r["path"], "lineno": None, "event": None,
                              "name": r["entry"], "source": "package", "text": text})
-    return pl.DataFrame(rows, schema=_schema("code"))
+    return pl.DataFrame(rows, schema=schema("code"))
 
 
 def generated_frame(frames: Frames) -> pl.DataFrame:
@@ -73,18 +77,30 @@ def generated_frame(frames: Frames) -> pl.DataFrame:
     rows: list[dict[str, Any]] = []
     packages = _packages(frames)
     for run_id, files in _named_files(frames).items():
+        missing = []
         for file in files:
             text = _disk_text(file)
             if text is not None:
                 rows.append({"run_id": run_id, "file": file, "source": "disk", "path": file, "entry": None,
                              "text": text})
-                continue
-            found = _package_text(packages.get(run_id, []), Path(file).name)
-            if found is not None:
-                pkg, entry, text = found
-                rows.append({"run_id": run_id, "file": file, "source": "package", "path": pkg, "entry": entry,
+            else:
+                missing.append(file)
+        # the others from the run's packages, each opened once: the first entry with the file's base name
+        found: dict[str, tuple[str, str, str]] = {}
+        for pkg in packages.get(run_id, []) if missing else []:
+            bases = {Path(f).name for f in missing if f not in found}
+            by_base: dict[str, tuple[str, str]] = {}
+            for entry, text in _read_entries(pkg, lambda name: name.rsplit("/", 1)[-1] in bases).items():
+                by_base.setdefault(entry.rsplit("/", 1)[-1], (entry, text))
+            for f in missing:
+                if f not in found and Path(f).name in by_base:
+                    found[f] = (pkg, *by_base[Path(f).name])
+        for f in missing:
+            if f in found:
+                pkg, entry, text = found[f]
+                rows.append({"run_id": run_id, "file": f, "source": "package", "path": pkg, "entry": entry,
                              "text": text})
-    return pl.DataFrame(rows, schema=_schema("generated"))
+    return pl.DataFrame(rows, schema=schema("generated"))
 
 
 def _named_files(frames: Frames) -> dict[str, list[str]]:
@@ -134,34 +150,18 @@ def _disk_text(file: str) -> str | None:
     return None
 
 
-def _package_text(packages: list[str], base: str) -> tuple[str, str, str] | None:
-    """(package, entry, text) of the first entry named ``base`` in ``packages``."""
+def _read_entries(path: str, pick: Callable[[str], bool]) -> dict[str, str]:
+    """Text of the entries of package ``path`` whose name ``pick`` accepts, in archive order, read in one opening;
+    {} for a package that cannot be read (the package frame reports why)."""
     from aoti_trace.errors import PackageError
     from aoti_trace.ingest.pt2_archive import open_archive
 
-    for pkg in packages:
-        try:
-            with open_archive(Path(pkg)) as ar:
-                for name in ar.names:
-                    if name.rsplit("/", 1)[-1] == base:
-                        return pkg, name, ar.read_text(name)
-        except (PackageError, KeyError, OSError, ValueError):  # a damaged package is reported by the package frame
-            continue
-    return None
-
-
-def _package_entry(path: str, entry: str) -> str | None:
-    from aoti_trace.errors import PackageError
-    from aoti_trace.ingest.pt2_archive import open_archive
-
+    out: dict[str, str] = {}
     try:
         with open_archive(Path(path)) as archive:
-            return archive.read_text(entry)
-    except (PackageError, KeyError, OSError, ValueError):
-        return None
-
-
-def _schema(name: str) -> pl.Schema:
-    from aoti_trace.frames import schema
-
-    return schema(name)
+            for name in archive.names:
+                if pick(name):
+                    out[name] = archive.read_text(name)
+    except (PackageError, KeyError, OSError, ValueError):  # a damaged package is reported by the package frame
+        pass
+    return out
