@@ -19,17 +19,18 @@ __version__ = "0.1.0"
 __all__ = ["Analysis", "Finding", "Frames", "__version__", "analyze", "discover"]
 
 if TYPE_CHECKING:
-    from aoti_trace.analysis import Analysis, analyze
+    from aoti_trace.model.analysis import Analysis
+    from aoti_trace.pipeline import analyze
     from aoti_trace.discover import discover
-    from aoti_trace.findings import Finding
-    from aoti_trace.frames import Frames
+    from aoti_trace.model.findings import Finding
+    from aoti_trace.model.frames import Frames
 
 _LAZY = {
-    "Analysis": "aoti_trace.analysis",
-    "analyze": "aoti_trace.analysis",
+    "Analysis": "aoti_trace.model.analysis",
+    "analyze": "aoti_trace.pipeline",
     "discover": "aoti_trace.discover",
-    "Finding": "aoti_trace.findings",
-    "Frames": "aoti_trace.frames",
+    "Finding": "aoti_trace.model.findings",
+    "Frames": "aoti_trace.model.frames",
 }
 
 

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
-from aoti_trace.errors import InputError
-from aoti_trace.vocabulary import FAMILIES
-from aoti_trace.frames import Frames, conform
+from aoti_trace.model.errors import InputError
+from aoti_trace.model.vocabulary import FAMILIES
+from aoti_trace.model.frames import Frames, conform
 
 if TYPE_CHECKING:
     from aoti_trace.library.loader import RulesSource
@@ -238,7 +238,7 @@ def analyse(messages: list[Message], modes: tuple[Mode, ...] = MODES, rules_path
     """Build every message's log in every mode, read them all into one ``Frames`` (one run per message and
     mode) and evaluate the rules once."""
     from aoti_trace import engine, library
-    from aoti_trace.ingest.text import read_text_bytes
+    from aoti_trace.ingest.text.reader import read_text_bytes
 
     parts: dict[str, list[pl.DataFrame]] = {}
     run_of: dict[str, tuple[Message, Mode]] = {}
@@ -253,7 +253,7 @@ def analyse(messages: list[Message], modes: tuple[Mode, ...] = MODES, rules_path
     for name, dfs in parts.items():
         frames.add(name, pl.concat(dfs, how="diagonal_relaxed"))
     # the failure rules must not read the catalogue they are measured against
-    from aoti_trace.ingest.failure import failures_frame
+    from aoti_trace.ingest.text.failure import failures_frame
 
     frames.add("failures", failures_frame(frames, catalogue=False))
     findings = engine.evaluate(library.load_rules(rules_path), frames)

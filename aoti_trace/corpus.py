@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from aoti_trace.errors import InputError
+from aoti_trace.model.errors import InputError
 
 if TYPE_CHECKING:
     from aoti_trace.library.loader import RulesSource
@@ -90,7 +90,7 @@ def load_expected(case: Path) -> dict[str, Any]:
 
 
 def score_case(case: Path, rules_path: RulesSource = None) -> CaseResult:
-    from aoti_trace.analysis import analyze
+    from aoti_trace.pipeline import analyze
 
     exp = load_expected(case)
     result = CaseResult(

@@ -28,7 +28,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aoti_trace.errors import InputError
+from aoti_trace.model.errors import InputError
 from aoti_trace.ingest.files import special_file
 
 TRACE_RE = re.compile(r"^dedicated_log_torch_trace.*\.log(?:\.gz)?$")

@@ -68,8 +68,8 @@ def build_training(size_mb: int) -> Path:
 
     import polars as pl
 
-    from aoti_trace.ingest.lines import classify
-    from aoti_trace.ingest.text_stream import ERROR_LOOKING
+    from aoti_trace.ingest.text.lines import classify
+    from aoti_trace.ingest.text.stream import ERROR_LOOKING
 
     out = DATA / f"training_{size_mb}MB.txt"
     if out.exists() and out.stat().st_size >= size_mb << 20:

@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from aoti_trace.ingest.text import read_text_bytes
+from aoti_trace.ingest.text.reader import read_text_bytes
 
 DATA = Path(__file__).parent.parent / "tests" / "data" / "text"
 SOURCES = [

@@ -123,7 +123,7 @@ def aoti_cmd(log: Path, verify: str) -> list[str]:
     code = (
         "import sys; sys.path.insert(0, %r)\n"
         "from pathlib import Path\n"
-        "from aoti_trace.ingest.trace import read_trace\n"
+        "from aoti_trace.ingest.trace.reader import read_trace\n"
         "f = read_trace([Path(%r)], 'bench', verify=%s)\n"
         "print({n: f[n].height for n in ('events','compiles','artifacts','stacks','damage')})\n"
         "assert f['damage'].is_empty(), f['damage']\n"

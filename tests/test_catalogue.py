@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from aoti_trace import catalogue as C
-from aoti_trace.errors import InputError
+from aoti_trace.model.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = ROOT / "rules" / "catalogue" / "messages.jsonl"

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from aoti_trace import __version__
-from aoti_trace.errors import AotiTraceError
+from aoti_trace.model.errors import AotiTraceError
 
 BUG_HINT = "this is a bug in aoti-trace; please report it with the command line and the traceback above (AOTI_TRACE_DEBUG=1)"
 
@@ -26,7 +26,7 @@ COMMANDS: dict[str, str] = {
 
 
 class UserError(click.ClickException):
-    """A library :class:`~aoti_trace.errors.AotiTraceError` as click reports it: one line, exit code 2."""
+    """A library :class:`~aoti_trace.model.errors.AotiTraceError` as click reports it: one line, exit code 2."""
 
     exit_code = 2
 

@@ -14,13 +14,13 @@ import click
 
 from aoti_trace.cli import cli
 from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
-from aoti_trace.errors import ReportError
-from aoti_trace.vocabulary import SEVERITIES
+from aoti_trace.model.errors import ReportError
+from aoti_trace.model.vocabulary import SEVERITIES
 from aoti_trace.report import FORMATS
 
 if TYPE_CHECKING:
-    from aoti_trace.analysis import Analysis
-    from aoti_trace.findings import Finding
+    from aoti_trace.model.analysis import Analysis
+    from aoti_trace.model.findings import Finding
 
 FAIL_ON = (*SEVERITIES, "never")
 
@@ -97,7 +97,7 @@ def analyze_cmd(ctx: click.Context, paths: tuple[Path, ...], stderr: str | None,
                 out: Path | None, html_path: Path | None, perfetto_path: Path | None, fail_on: str, color: str,
                 source_root: Path | None, sarif_category: str | None, this_host: bool) -> None:
     """Diagnose PATHs: TORCH_TRACE folders or files, capture folders, .pt2 packages, or any folder."""
-    from aoti_trace.analysis import analyze
+    from aoti_trace.pipeline import analyze
     from aoti_trace.report import render
 
     if not paths and stderr is None and stdout is None:
@@ -112,7 +112,7 @@ def analyze_cmd(ctx: click.Context, paths: tuple[Path, ...], stderr: str | None,
     if html_path is not None:
         write_output(render(analysis, "html"), html_path)
     if perfetto_path is not None:
-        from aoti_trace.errors import ReportError
+        from aoti_trace.model.errors import ReportError
         from aoti_trace.report.chrome_trace import write_chrome_trace
 
         try:

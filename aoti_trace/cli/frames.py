@@ -14,25 +14,25 @@ import click
 
 from aoti_trace.cli import cli
 from aoti_trace.cli.options import format_option, out_option
-from aoti_trace.errors import ReportError
+from aoti_trace.model.errors import ReportError
 
 if TYPE_CHECKING:
-    from aoti_trace.frames import Frames
+    from aoti_trace.model.frames import Frames
 
 EXTENSIONS = {"parquet": "parquet", "ndjson": "ndjson", "csv": "csv"}
 
 
 def build(paths: list[str]) -> Frames:
     """Frames of everything found under ``paths`` (the same discovery and parsing as ``analyze``)."""
-    from aoti_trace.analysis import build_frames
+    from aoti_trace.pipeline import build_frames
     from aoti_trace.discover import discover
-    from aoti_trace.frames import Frames
+    from aoti_trace.model.frames import Frames
 
     runs = discover(list(paths))
     try:
         return build_frames(runs)
     except ImportError as exc:  # an ingest module not landed yet: the trace frames still work
-        from aoti_trace.ingest.trace import read_trace
+        from aoti_trace.ingest.trace.reader import read_trace
 
         click.echo(f"aoti-trace: warning: {exc}; only the TORCH_TRACE frames are built", err=True)
         frames = Frames()
@@ -44,7 +44,7 @@ def build(paths: list[str]) -> Frames:
 
 def write_frames(frames: Frames, out: Path, fmt: str) -> list[Path]:
     """Write every non-empty frame to ``out/<name>.<ext>``; returns the files written."""
-    from aoti_trace.frames import FRAME_NAMES
+    from aoti_trace.model.frames import FRAME_NAMES
 
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -70,7 +70,7 @@ def write_frames(frames: Frames, out: Path, fmt: str) -> list[Path]:
 @format_option(sorted(EXTENSIONS), "parquet")
 def frames_command(paths: tuple[str, ...], out: Path | None, fmt: str) -> None:
     """Parse PATHs into frames; print row counts, or write them to --out."""
-    from aoti_trace.frames import FRAME_NAMES
+    from aoti_trace.model.frames import FRAME_NAMES
 
     frames = build(list(paths))
     if out is None:

@@ -14,7 +14,7 @@ from aoti_trace.cli.analyze import write_output
 from aoti_trace.cli.options import format_option, out_option
 
 if TYPE_CHECKING:
-    from aoti_trace.ingest.package import Issue, PackageInfo
+    from aoti_trace.ingest.package.reader import Issue, PackageInfo
     from aoti_trace.run.host import HostInfo
 
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def inspect_cmd(package: str, fmt: str, out: Path | None) -> None:
     """Inspect a .pt2 package: device metadata, inputs, constants, weights, custom ops, kernels."""
     from aoti_trace.run import host as host_mod
-    from aoti_trace.ingest.package import compare_with_host, inspect_package
+    from aoti_trace.ingest.package.reader import compare_with_host, inspect_package
 
     info = inspect_package(package)  # PackageError -> one line, exit 2
     h = host_mod.host_info()

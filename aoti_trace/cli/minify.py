@@ -10,8 +10,8 @@ from aoti_trace.run.capture import CaptureFailed, default_out_dir, parse_env_ass
 from aoti_trace.cli import cli
 from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
 from aoti_trace.cli.run import CONTEXT, _render, _say
-from aoti_trace.errors import CaptureError
-from aoti_trace.minify import DEFAULT_BUDGET_S
+from aoti_trace.model.errors import CaptureError
+from aoti_trace.run.minify import DEFAULT_BUDGET_S
 from aoti_trace.report import FORMATS
 
 
@@ -41,7 +41,7 @@ def minify_cmd(ctx: click.Context, out: Path | None, budget: float, timeout: flo
     Exit status: 0 the minimal repro fails the same way (same rule id and family), 1 otherwise, 2 the command
     could not be captured.
     """
-    from aoti_trace.minify import minify
+    from aoti_trace.run.minify import minify
 
     rules_path = ruleset(rules_paths, no_builtin_rules)
     out = out or default_out_dir()

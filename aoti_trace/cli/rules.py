@@ -16,7 +16,7 @@ import click
 
 from aoti_trace.cli import cli
 from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
-from aoti_trace.vocabulary import FAMILIES
+from aoti_trace.model.vocabulary import FAMILIES
 
 if TYPE_CHECKING:
     from aoti_trace.engine.ruleset import RuleSet
@@ -40,7 +40,7 @@ def _load(path: Path | None = None, rules_paths: Sequence[Path] = (), no_builtin
 
     if path is not None:
         if rules_paths or no_builtin_rules:
-            from aoti_trace.errors import RuleError
+            from aoti_trace.model.errors import RuleError
 
             raise RuleError("give either PATH (that folder alone) or --rules/--no-builtin-rules, not both")
         return load_rules(path)
@@ -80,7 +80,7 @@ def list_cmd(rules_paths: tuple[Path, ...], no_builtin_rules: bool) -> None:
 @RULES_OPTION
 def show_cmd(rule_id: str, rules_paths: tuple[Path, ...], no_builtin_rules: bool) -> None:
     """Print one rule (by id or name): its file, remedy and guide."""
-    from aoti_trace.errors import RuleError
+    from aoti_trace.model.errors import RuleError
 
     rs = _load(None, rules_paths, no_builtin_rules)
     rule = rs.get(rule_id)
@@ -243,7 +243,7 @@ def new_rule_folder(rules_paths: Sequence[Path]) -> Path:
     package (pip would overwrite or remove it)."""
     import aoti_trace
     from aoti_trace.library.loader import default_rules_dir
-    from aoti_trace.errors import RuleError
+    from aoti_trace.model.errors import RuleError
 
     package = Path(aoti_trace.__file__).resolve().parent
     if rules_paths:
@@ -276,7 +276,7 @@ def new_cmd(name: str, family: str, rule_id: str | None, rules_paths: tuple[Path
 
     from aoti_trace.library.loader import load_library
     from aoti_trace.engine.schema import ID_RE, NAME_RE
-    from aoti_trace.errors import RuleError
+    from aoti_trace.model.errors import RuleError
 
     if not re.fullmatch(NAME_RE, name):
         raise RuleError(f"rule name {name!r} must be kebab-case (e.g. input-dtype-mismatch)")

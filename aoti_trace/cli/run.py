@@ -13,11 +13,11 @@ from aoti_trace.run.capture import CaptureFailed, capture, default_out_dir, pars
 from aoti_trace.cli import cli
 from aoti_trace.cli.analyze import exit_code_for
 from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
-from aoti_trace.errors import CaptureError
+from aoti_trace.model.errors import CaptureError
 from aoti_trace.report import FORMATS
 
 if TYPE_CHECKING:
-    from aoti_trace.analysis import Analysis
+    from aoti_trace.model.analysis import Analysis
 
 CONTEXT = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 

@@ -1,4 +1,4 @@
-"""Evaluate a rule set over frames and turn the hits into ranked :class:`~aoti_trace.findings.Finding` records.
+"""Evaluate a rule set over frames and turn the hits into ranked :class:`~aoti_trace.model.findings.Finding` records.
 
 Steps: mark ignore-list lines as noise -> skip rules outside their torch range -> match every rule at once
 (:mod:`.compile`) -> anchor rows, captures, evidence -> reasoners (:mod:`.reasoners`) -> supersedes, dedupe,
@@ -14,15 +14,15 @@ from typing import Any, Iterable
 
 import polars as pl
 
-from aoti_trace.engine import compile as C
+from aoti_trace.engine import query
 from aoti_trace.engine.failure_rules import FAILURE_RULES, describe, is_failure_rule
 from aoti_trace.engine.ruleset import RuleSet
 from aoti_trace.engine.rank import Ranked, rank
 from aoti_trace.engine.reasoners import enrich
 from aoti_trace.engine.schema import PLACEHOLDER_RE, ColumnRef, Leaf, Rule, TorchRange
-from aoti_trace.findings import Evidence, Finding
-from aoti_trace.frames import TEXT_COLUMNS, Frames
-from aoti_trace.vocabulary import EXPLAINING_ROLES
+from aoti_trace.model.findings import Evidence, Finding
+from aoti_trace.model.frames import TEXT_COLUMNS, Frames
+from aoti_trace.model.vocabulary import EXPLAINING_ROLES
 
 MAX_EVIDENCE = 3
 MESSAGE_LINES = 6  # an exception line's evidence: it and the next lines of its message
@@ -42,12 +42,12 @@ def evaluate(rules: RuleSet | Iterable[Rule], frames: Frames) -> list[Finding]:
     known = {r.id for r in active}
     active += [r for r in FAILURE_RULES if r.id not in known]  # always on, whatever the rule library
     frames = frames.copy()
-    frames.tables["lines"] = C.mark_noise(frames["lines"], [e.regex for e in ruleset.ignore])
+    frames.tables["lines"] = query.mark_noise(frames["lines"], [e.regex for e in ruleset.ignore])
     if "failures" not in frames.tables:
-        from aoti_trace.ingest.failure import failures_frame
+        from aoti_trace.ingest.text.failure import failures_frame
 
         frames.tables["failures"] = failures_frame(frames)
-    runs = C.run_ids(frames)
+    runs = query.run_ids(frames)
     if not runs:
         return []
     versions = torch_versions(frames)
@@ -55,7 +55,7 @@ def evaluate(rules: RuleSet | Iterable[Rule], frames: Frames) -> list[Finding]:
         r.id: [run for run in runs if in_torch_range(versions.get(run), r.torch)] for r in active if r.torch is not None
     }
     plan = _plan(ruleset, active)
-    matches = C.match(plan, frames, runs, applies)
+    matches = query.match(plan, frames, runs, applies)
     hit_runs: dict[str, list[str]] = {}
     for run_id, rule_id in matches.hits:
         hit_runs.setdefault(rule_id, []).append(run_id)
@@ -65,7 +65,7 @@ def evaluate(rules: RuleSet | Iterable[Rule], frames: Frames) -> list[Finding]:
         runs_hit = hit_runs.get(cr.rule.id)
         if runs_hit:
             ranked += _findings(cr, matches, frames, runs_hit)
-    from aoti_trace.ranks import attribute
+    from aoti_trace.engine.attribution import attribute
 
     return attribute(rank(_drop_explained_carriers(_supersede(ranked))), frames)
 
@@ -83,11 +83,11 @@ def _drop_explained_carriers(items: list[Ranked]) -> list[Ranked]:
             and not (is_failure_rule(i.rule.id) and i.finding.run_id in reported)]
 
 
-def _plan(ruleset: RuleSet, active: list[Rule]) -> C.Plan:
+def _plan(ruleset: RuleSet, active: list[Rule]) -> query.Plan:
     key = tuple(id(r) for r in active)
     cached = getattr(ruleset, "_plan_cache", None)
     if cached is None or cached[0] != key:
-        cached = (key, C.compile_rules(active, ruleset.literals))
+        cached = (key, query.compile_rules(active, ruleset.literals))
         ruleset._plan_cache = cached  # type: ignore[attr-defined]
     return cached[1]
 
@@ -120,24 +120,24 @@ def in_torch_range(version: str | None, bounds: TorchRange | None) -> bool:
 
 def torch_versions(frames: Frames) -> dict[str, str]:
     """Torch version per run: compiles.pytorch_version, else a process ``torch`` column, else a package fact."""
-    out = C.first_per_run(frames, "package", "value", where=("key", ["torch_version", "pytorch_version"]))
-    out.update(C.first_per_run(frames, "process", "torch"))
-    out.update(C.first_per_run(frames, "compiles", "pytorch_version"))
+    out = query.first_per_run(frames, "package", "value", where=("key", ["torch_version", "pytorch_version"]))
+    out.update(query.first_per_run(frames, "process", "torch"))
+    out.update(query.first_per_run(frames, "compiles", "pytorch_version"))
     return out
 
 
 # ---------------------------------------------------------------------------------------------- findings
 
 
-def _findings(cr: C.CompiledRule, matches: C.Matches, frames: Frames, runs_hit: list[str]) -> list[Ranked]:
+def _findings(cr: query.CompiledRule, matches: query.Matches, frames: Frames, runs_hit: list[str]) -> list[Ranked]:
     rule, leaf = cr.rule, cr.anchor_leaf
-    rows = C.select_rows(matches, cr.anchor, runs_hit, rule.occurrence, leaf)
+    rows = query.select_rows(matches, cr.anchor, runs_hit, rule.occurrence, leaf)
     by_run: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_run.setdefault(row["run_id"], []).append(row)
     out: list[Ranked] = []
     for run_id in runs_hit:
-        anchors: list[tuple[C.Pred, Leaf | None, dict[str, Any]]] = [(cr.anchor, leaf, row)
+        anchors: list[tuple[query.Pred, Leaf | None, dict[str, Any]]] = [(cr.anchor, leaf, row)
                                                                      for row in by_run.get(run_id, [])]
         if not anchors:  # the anchor sat in an `any` branch that did not hit: use the first positive row instead
             anchors = _fallback_anchor(cr, matches, run_id)
@@ -146,16 +146,16 @@ def _findings(cr: C.CompiledRule, matches: C.Matches, frames: Frames, runs_hit: 
     return out
 
 
-def _fallback_anchor(cr: C.CompiledRule, matches: C.Matches, run_id: str) -> list[tuple[C.Pred, Leaf | None, dict[str, Any]]]:
+def _fallback_anchor(cr: query.CompiledRule, matches: query.Matches, run_id: str) -> list[tuple[query.Pred, Leaf | None, dict[str, Any]]]:
     for pred in cr.positives:
-        rows = C.select_rows(matches, pred, [run_id], cr.rule.occurrence, pred.leaf)
+        rows = query.select_rows(matches, pred, [run_id], cr.rule.occurrence, pred.leaf)
         if rows:
             return [(pred, pred.leaf, row) for row in rows]
     return []
 
 
 def _finding(
-    cr: C.CompiledRule, matches: C.Matches, frames: Frames, run_id: str, pred: C.Pred, leaf: Leaf | None, row: dict[str, Any]
+    cr: query.CompiledRule, matches: query.Matches, frames: Frames, run_id: str, pred: query.Pred, leaf: Leaf | None, row: dict[str, Any]
 ) -> Ranked:
     rule = cr.rule
     fields = _extract(rule, row)
@@ -163,16 +163,16 @@ def _finding(
     context = _enclosing_exception(frames, run_id, row) if pred.frame == "lines" else None
     if context is not None:
         evidence.append(evidence_of("exceptions", context, None))
-    seen = {(pred.frame, row.get(C.ROW))}
+    seen = {(pred.frame, row.get(query.ROW))}
     for other in cr.positives:  # the rows of the rule's other positive predicates
         if len(evidence) >= MAX_EVIDENCE:
             break
         if other is pred:
             continue
-        hits = C.select_rows(matches, other, [run_id], "last")
-        if hits and (other.frame, hits[0].get(C.ROW)) not in seen:
+        hits = query.select_rows(matches, other, [run_id], "last")
+        if hits and (other.frame, hits[0].get(query.ROW)) not in seen:
             evidence.append(evidence_of(other.frame, hits[0], other.leaf))
-            seen.add((other.frame, hits[0].get(C.ROW)))
+            seen.add((other.frame, hits[0].get(query.ROW)))
     finding = Finding(
         run_id=run_id,
         rule_id=rule.id,
@@ -193,7 +193,7 @@ def _finding(
     )
     finding = describe(finding, frames) if is_failure_rule(rule.id) else enrich(finding, frames)
     finding = finding.model_copy(update={"rerun": rerun_command(finding.env_flags, frames, run_id, finding.family)})
-    position = (row.get("lineno") if isinstance(row.get("lineno"), int) else None, row.get(C.ROW, 0))
+    position = (row.get("lineno") if isinstance(row.get("lineno"), int) else None, row.get(query.ROW, 0))
     return Ranked(finding, rule, position)
 
 
@@ -353,11 +353,11 @@ def rerun_command(env_flags: dict[str, str], frames: Frames, run_id: str, family
     """``VAR=value ... <original command>``; adds TORCH_TRACE when a compile-time failure has no trace (load and
     run never write one). None if nothing to add."""
     env = dict(env_flags)
-    if family in COMPILE_FAMILIES and not C.has_rows(frames, "events", run_id):
+    if family in COMPILE_FAMILIES and not query.has_rows(frames, "events", run_id):
         env.setdefault("TORCH_TRACE", TRACE_DIR)
     if not env:
         return None
-    procs = C.run_rows(frames, "process", run_id, ["command"])
+    procs = query.run_rows(frames, "process", run_id, ["command"])
     command = next((p["command"] for p in procs if p.get("command")), None) or "<your command>"
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     return f"{prefix} {command}"

@@ -1,6 +1,6 @@
 """The built-in failure rules: a failed run always gets an error finding, whatever rule library is loaded.
 
-Failure detection is not a rule: :mod:`aoti_trace.ingest.failure` decides from every source whether a run failed
+Failure detection is not a rule: :mod:`aoti_trace.ingest.text.failure` decides from every source whether a run failed
 and writes the ``failures`` frame. These rules report that row when nothing more specific explains the run. They are
 defined here, not in a rules folder, and :func:`aoti_trace.engine.evaluate` always adds them, so ``--rules DIR``
 cannot switch them off. Their finding is dropped again when any other error finding exists for the run
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aoti_trace.engine import compile as C
+from aoti_trace.engine import query
 from aoti_trace.engine.schema import Rule
-from aoti_trace.findings import Finding
-from aoti_trace.frames import Frames
-from aoti_trace.vocabulary import FAMILIES, PHASE_TEXT
+from aoti_trace.model.findings import Finding
+from aoti_trace.model.frames import Frames
+from aoti_trace.model.vocabulary import FAMILIES, PHASE_TEXT
 
 GUIDE = "guides/unexplained/failure.md"
 
@@ -131,7 +131,7 @@ _NEXT: dict[str, str] = {
 
 
 def _command(frames: Frames, run_id: str) -> str | None:
-    procs = C.run_rows(frames, "process", run_id, ["command"])
+    procs = query.run_rows(frames, "process", run_id, ["command"])
     return next((p["command"] for p in procs if p.get("command")), None)
 
 

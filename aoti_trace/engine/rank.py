@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aoti_trace.engine.schema import Rule
-from aoti_trace.findings import Finding
-from aoti_trace.vocabulary import PRECISIONS, ROLES, SEVERITIES
+from aoti_trace.model.findings import Finding
+from aoti_trace.model.vocabulary import PRECISIONS, ROLES, SEVERITIES
 
 
 @dataclass

@@ -4,7 +4,7 @@ After a rule has matched and its finding is built, :func:`enrich` runs every rea
 finding's family. A reasoner takes ``(finding, frames)`` and returns a (possibly) updated finding: extra
 ``fields``, ``evidence`` items, ``env_flags`` or a sentence appended to the ``message``. Reasoners never create
 or drop findings and never change the fingerprint (computed before enrichment from the rule's own captures).
-They are pure functions of the frames (read through :mod:`aoti_trace.engine.compile` helpers); what they need from
+They are pure functions of the frames (read through :mod:`aoti_trace.engine.query` helpers); what they need from
 files that the frames point at (generated code, the user's source) comes from the derived frames ``code`` and
 ``sources``, which ingest reads on first use.
 
@@ -35,9 +35,9 @@ from typing import Any, Callable
 
 import polars as pl
 
-from aoti_trace.engine import compile as C
-from aoti_trace.findings import Evidence, Finding
-from aoti_trace.frames import Frames
+from aoti_trace.engine import query
+from aoti_trace.model.findings import Evidence, Finding
+from aoti_trace.model.frames import Frames
 from aoti_trace.ingest.code import CODE_ARTIFACTS, MAX_CODE_ARTIFACTS
 
 Reasoner = Callable[[Finding, Frames], Finding]
@@ -92,7 +92,7 @@ def _add(finding: Finding, *, fields: dict[str, str] | None = None, env: dict[st
 @reasoner("illegal_memory_access")
 def launch_blocking(finding: Finding, frames: Frames) -> Finding:
     """CUDA errors are reported asynchronously: unless the run set CUDA_LAUNCH_BLOCKING=1, the location is unsure."""
-    procs = C.run_rows(frames, "process", finding.run_id, ["env"])
+    procs = query.run_rows(frames, "process", finding.run_id, ["env"])
     known = [p["env"] for p in procs if p.get("env") is not None]
     value = parse_env(known[0]).get("CUDA_LAUNCH_BLOCKING") if known else None
     if value == "1":
@@ -109,11 +109,11 @@ def launch_blocking(finding: Finding, frames: Frames) -> Finding:
 @reasoner("segfault")
 def crash_phase(finding: Finding, frames: Frames) -> Finding:
     """Where the process died: the fault's inferred phase, else the compile status of the run."""
-    faults = C.run_rows(frames, "faults", finding.run_id, ["path", "lineno", "phase", "user_file", "user_line"])
+    faults = query.run_rows(frames, "faults", finding.run_id, ["path", "lineno", "phase", "user_file", "user_line"])
     phase = next((f["phase"] for f in faults if f.get("phase") not in (None, "unknown")), None)
     source = "faults.phase" if phase else None
     if phase is None:
-        statuses = [c["status"] for c in C.run_rows(frames, "compiles", finding.run_id, ["status"])]
+        statuses = [c["status"] for c in query.run_rows(frames, "compiles", finding.run_id, ["status"])]
         if "incomplete" in statuses:
             phase, source = "compile", "compiles.status=incomplete"
         elif statuses and all(s == "ok" for s in statuses):
@@ -162,7 +162,7 @@ def oob_kernel(finding: Finding, frames: Frames) -> Finding:
     from aoti_trace.engine.kernel_lookup import describe, find_kernel, remedy
 
     asserts = [(a["assertion"], a.get("kernel_line"))
-               for a in C.run_rows(frames, "device_asserts", finding.run_id, ["assertion", "kernel_line"])
+               for a in query.run_rows(frames, "device_asserts", finding.run_id, ["assertion", "kernel_line"])
                if a.get("assertion")]
     cond = finding.fields.get("cond")
     if not asserts and cond and re.search(r"\btmp\d+\b", cond):
@@ -195,7 +195,7 @@ def oob_kernel(finding: Finding, frames: Frames) -> Finding:
 @reasoner("illegal_memory_access", "triton_index_oob", "nan_assert")
 def printer_kernel(finding: Finding, frames: Frames) -> Finding:
     """The crash site and suspicious inputs from the intermediate value printer, when the run printed it."""
-    rows = C.run_rows(frames, "printer", finding.run_id,
+    rows = query.run_rows(frames, "printer", finding.run_id,
                       ["path", "lineno", "event", "kernel", "arg", "min", "max", "mean", "suspicious", "launched_last"])
     if not rows:
         return finding
@@ -256,10 +256,10 @@ def device_names(finding: Finding, frames: Frames) -> Finding:
     if got is not None and got.isdigit() and int(got) in DEVICE_TYPES:
         fields["got_name"] = DEVICE_TYPES[int(got)]
         notes.append(f"device type {got} is {DEVICE_TYPES[int(got)]}")
-    compiled = {c["device_key"] for c in C.run_rows(frames, "compiles", finding.run_id, ["device_key"]) if c["device_key"]}
+    compiled = {c["device_key"] for c in query.run_rows(frames, "compiles", finding.run_id, ["device_key"]) if c["device_key"]}
     source = "trace"
     if not compiled:
-        compiled = {r["value"] for r in C.run_rows(frames, "package", finding.run_id, ["model", "key", "value"])
+        compiled = {r["value"] for r in query.run_rows(frames, "package", finding.run_id, ["model", "key", "value"])
                     if r["key"] == "AOTI_DEVICE_KEY" and r["model"] != "<host>" and r["value"]}
         source = "package"
     if compiled:
@@ -324,7 +324,7 @@ def _split_top(text: str) -> list[str]:
 @reasoner("deprecated_api")
 def deprecated_call_site(finding: Finding, frames: Frames) -> Finding:
     """The user line that called torch._export.aot_compile (from the trace's stacks), with its migration."""
-    compiles = [c for c in C.run_rows(frames, "compiles", finding.run_id, ["session", "api", "user_frame"])
+    compiles = [c for c in query.run_rows(frames, "compiles", finding.run_id, ["session", "api", "user_frame"])
                 if c["api"] == "aot_compile" and c["user_frame"]]
     if not compiles:
         return finding

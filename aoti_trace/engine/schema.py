@@ -23,8 +23,8 @@ from pydantic import (
     model_validator,
 )
 
-from aoti_trace.vocabulary import FAMILIES, PRECISIONS, ROLES, Family, Precision, Role, Severity
-from aoti_trace.frames import SCHEMAS
+from aoti_trace.model.vocabulary import FAMILIES, PRECISIONS, ROLES, Family, Precision, Role, Severity
+from aoti_trace.model.frames import SCHEMAS
 
 SCHEMA_VERSION = 1
 
@@ -60,7 +60,7 @@ def check_regex(pattern: str) -> None:
         re.compile(pattern)
     except re.error as exc:
         raise ValueError(f"regex rejected by Python re: {exc}") from None
-    from aoti_trace.engine.compile import rust_regex_error
+    from aoti_trace.engine.query import rust_regex_error
 
     err = rust_regex_error(pattern)
     if err:
@@ -232,7 +232,7 @@ class Rule(Strict):
     name: str = Field(pattern=NAME_RE, description="kebab-case, unique; the guide and YAML file are named after it")
     title: str = Field(max_length=120, description="one line")
     description: str = Field(max_length=1024)
-    family: Family = Field(description="closed vocabulary: aoti_trace.vocabulary.FAMILIES")
+    family: Family = Field(description="closed vocabulary: aoti_trace.model.vocabulary.FAMILIES")
     severity: Severity
     role: Role = Field(description="cause | symptom | carrier | noise; symptoms, carriers and noise never outrank a cause")
     precision: Precision

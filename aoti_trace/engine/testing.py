@@ -1,7 +1,7 @@
 """The rule test harness for inline examples, through the production code paths (the fixture corpus has its own
 harness, :mod:`aoti_trace.corpus`, shared with the scoreboard).
 
-* Inline examples: each example's rows become frames (:func:`example_frames`, via ``aoti_trace.frames.conform``),
+* Inline examples: each example's rows become frames (:func:`example_frames`, via ``aoti_trace.model.frames.conform``),
   and the **whole** rule set is evaluated with the production :func:`aoti_trace.engine.evaluate` (ignore list,
   torch ranges, supersedes and ranking included). ``match``: the rule must produce a finding whose fields include
   the expected ones; ``no_match``: it must produce none.
@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-from aoti_trace.engine import compile as C
+from aoti_trace.engine import query
 from aoti_trace.engine.evaluator import evaluate
 from aoti_trace.engine.ruleset import RuleSet
 from aoti_trace.engine.schema import Example, Rule
-from aoti_trace.findings import Finding
-from aoti_trace.frames import Frames
+from aoti_trace.model.findings import Finding
+from aoti_trace.model.frames import Frames
 
 EXAMPLE_RUN = "example"
 EXAMPLE_PATH = "<example>"
@@ -50,7 +50,7 @@ def example_frames(example: Example) -> Frames:
             if name != "process":
                 base.update(path=EXAMPLE_PATH, lineno=i)
             filled.append({**base, **row})
-        frames.add(name, C.frame_from_rows(name, filled))
+        frames.add(name, query.frame_from_rows(name, filled))
     return frames
 
 

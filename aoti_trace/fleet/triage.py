@@ -40,14 +40,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, cast
 import polars as pl
 
 from aoti_trace.discover import RunInputs, discover
-from aoti_trace.errors import InputError
+from aoti_trace.model.errors import InputError
 from aoti_trace.fleet.signatures import KEY_COLUMNS, add_signatures
-from aoti_trace.ranks import rank_ranges
+from aoti_trace.model.ranks import rank_ranges
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
-    from aoti_trace.findings import Finding
+    from aoti_trace.model.findings import Finding
     from rich.console import Console
     from rich.progress import Progress
 
@@ -100,7 +100,7 @@ def analyse_batch(runs: list[RunInputs], rules_path: str | tuple[Any, ...] | Non
     The batch is parsed into one set of frames keyed by ``run_id`` and evaluated in one pass of the rules (the
     engine computes every finding from its own run's rows; only the choice of the primary is global there, so it
     is made again per run here, with the engine's own criterion: the first error, else the first warning whose
-    role is cause, in rank order). ``tests/test_fleet.py`` checks that this equals analysing each run alone.
+    role is cause, in rank order). ``tests/fleet/test_fleet.py`` checks that this equals analysing each run alone.
     Never raises for a bad run: if the batch fails, each run is analysed alone and the one that fails gets its
     error in the ``error`` column.
     """
@@ -121,7 +121,7 @@ def analyse_run(run: RunInputs, rules_path: str | tuple[Any, ...] | None = None)
 
 def _analyse(runs: list[RunInputs], rules_path: str | tuple[Any, ...] | None) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     from aoti_trace import engine
-    from aoti_trace.analysis import build_frames
+    from aoti_trace.pipeline import build_frames
 
     # this process is already one of the engine's workers: its traces are read here, not on a pool of its own
     frames = build_frames(runs, processes=1)

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import polars as pl
 
-from aoti_trace.frames import Frames, schema
+from aoti_trace.model.frames import Frames, schema
 
 MAX_CODE_ARTIFACTS = 64  # wrapper and kernel code artifacts per run: the newest ones (a long trace compiles many times)
 MAX_DUMPS = 20  # graph dumps / output code per run and kind: the newest ones
@@ -33,8 +33,8 @@ GENERATED_REF = r"(?:/|\b)[\w./+-]*?\.(?:wrapper\.cpp|kernel\.cpp):[0-9]{1,9}"
 
 
 def code_frame(frames: Frames) -> pl.DataFrame:
-    """Frame ``code`` (see :data:`aoti_trace.frames.SCHEMAS`)."""
-    from aoti_trace.ingest.trace import read_payloads
+    """Frame ``code`` (see :data:`aoti_trace.model.frames.SCHEMAS`)."""
+    from aoti_trace.ingest.trace.reader import read_payloads
 
     rows: list[dict[str, Any]] = []
     art = frames["artifacts"]
@@ -72,7 +72,7 @@ def code_frame(frames: Frames) -> pl.DataFrame:
 
 
 def generated_frame(frames: Frames) -> pl.DataFrame:
-    """Frame ``generated`` (see :data:`aoti_trace.frames.SCHEMAS`): for each file a run's log names, its text from
+    """Frame ``generated`` (see :data:`aoti_trace.model.frames.SCHEMAS`): for each file a run's log names, its text from
     disk, else from the run's packages (an entry with the same base name)."""
     rows: list[dict[str, Any]] = []
     packages = _packages(frames)
@@ -153,8 +153,8 @@ def _disk_text(file: str) -> str | None:
 def _read_entries(path: str, pick: Callable[[str], bool]) -> dict[str, str]:
     """Text of the entries of package ``path`` whose name ``pick`` accepts, in archive order, read in one opening;
     {} for a package that cannot be read (the package frame reports why)."""
-    from aoti_trace.errors import PackageError
-    from aoti_trace.ingest.pt2_archive import open_archive
+    from aoti_trace.model.errors import PackageError
+    from aoti_trace.ingest.package.archive import open_archive
 
     out: dict[str, str] = {}
     try:

@@ -22,8 +22,8 @@ from typing import Any
 
 import polars as pl
 
-from aoti_trace.frames import Frames, conform, empty
-from aoti_trace.ranks import rank_ranges
+from aoti_trace.model.frames import Frames, conform, empty
+from aoti_trace.model.ranks import rank_ranges
 
 ASPECTS = ("graphs", "compile_ids", "guards", "code")
 CODE_DUMPS = ("inductor_aot_wrapper_code", "inductor_aot_kernel_code")
@@ -79,7 +79,7 @@ def _run(frames: Frames, run_id: str) -> list[dict[str, Any]]:
 
 def _guards(ev: pl.DataFrame) -> pl.DataFrame:
     """rank -> the hash of its guard payloads (ids and addresses masked), in compile-id order."""
-    from aoti_trace.ingest.trace import read_payloads
+    from aoti_trace.ingest.trace.reader import read_payloads
 
     g = ev.filter(pl.col("event") == "dynamo_cpp_guards_str").sort("rank", "compile_id", "lineno")
     if g.is_empty():

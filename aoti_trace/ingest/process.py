@@ -16,8 +16,8 @@ from typing import Any
 import polars as pl
 
 from aoti_trace.discover import RunInputs
-from aoti_trace.errors import InputError
-from aoti_trace.frames import Frames
+from aoti_trace.model.errors import InputError
+from aoti_trace.model.frames import Frames
 from aoti_trace.ingest import safe_json
 
 # words a shell or a user uses for a fatal signal

@@ -12,14 +12,14 @@ from typing import Any
 
 import polars as pl
 
-from aoti_trace.frames import Frames, schema
+from aoti_trace.model.frames import Frames, schema
 
 MAX_STATEMENT_LINES = 15
 MAX_SITES = 32  # call sites per analysis
 
 
 def sources_frame(frames: Frames) -> pl.DataFrame:
-    """Frame ``sources`` (see :data:`aoti_trace.frames.SCHEMAS`)."""
+    """Frame ``sources`` (see :data:`aoti_trace.model.frames.SCHEMAS`)."""
     comp = frames["compiles"]
     rows: list[dict[str, Any]] = []
     if comp.height == 0:

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from aoti_trace.engine.literal import required_literal
 from aoti_trace.engine.ruleset import IgnoreEntry, RuleSet
 from aoti_trace.engine.schema import Rule, check_regex, leaves
-from aoti_trace.errors import RuleError
+from aoti_trace.model.errors import RuleError
 
 FRAGMENT_RE = re.compile(r"%\{([A-Z][A-Z0-9_]*)\}")
 SPECIAL_FILES = ("fragments.yaml", "ignore.yaml")

@@ -1,5 +1,5 @@
 """Report formats. ``render(analysis, fmt)`` returns the report as a string; each format is a pure function
-of the :class:`~aoti_trace.analysis.Analysis` and lives in its own module:
+of the :class:`~aoti_trace.model.analysis.Analysis` and lives in its own module:
 
     text      text.py      for a terminal (rich colours with ``color=True``); not a stable interface
     json      json.py      one versioned document (schema ``aoti-trace.report/v1``)
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from aoti_trace.analysis import Analysis
+    from aoti_trace.model.analysis import Analysis
 
 FORMATS: tuple[str, ...] = ("text", "json", "jsonl", "sarif", "html", "markdown", "github")
 

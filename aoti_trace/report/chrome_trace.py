@@ -24,7 +24,7 @@ from aoti_trace.ingest import safe_json
 from aoti_trace.report.common import _phase_event
 
 if TYPE_CHECKING:
-    from aoti_trace.frames import Frames
+    from aoti_trace.model.frames import Frames
 
 # The phases of the Trace Event Format (duration, complete, instant, counter, async, flow, sample, object,
 # metadata, memory dump, mark, clock sync, context).

@@ -1,4 +1,4 @@
-"""Helpers shared by the report formats: pure functions of the :class:`~aoti_trace.analysis.Analysis` (its findings,
+"""Helpers shared by the report formats: pure functions of the :class:`~aoti_trace.model.analysis.Analysis` (its findings,
 frames and guides). What a report shows from files (log lines, generated code, chromium events) comes from frames
 (``lines``, ``generated``, ``code``, ``chromium``); nothing here opens a file.
 
@@ -25,8 +25,8 @@ from aoti_trace.ingest import safe_json
 from aoti_trace.ingest.code import GENERATED_REF
 
 if TYPE_CHECKING:
-    from aoti_trace.analysis import Analysis
-    from aoti_trace.findings import Evidence, Finding
+    from aoti_trace.model.analysis import Analysis
+    from aoti_trace.model.findings import Evidence, Finding
 
 # frames whose evidence rows come from captured text logs (a context excerpt makes sense there)
 TEXT_SOURCES = ("lines", "exceptions", "device_asserts", "faults", "printer")
@@ -72,7 +72,7 @@ def evidence_location(ev: Evidence) -> str:
 
 def severity_counts(findings: Iterable[Finding], sep: str = ", ") -> str:
     """'1 error, 0 warnings, 2 info': the one wording of the finding counts in every format."""
-    from aoti_trace.vocabulary import SEVERITIES
+    from aoti_trace.model.vocabulary import SEVERITIES
 
     plural = {"error": "errors", "warning": "warnings", "info": "info"}
     counts = {s: sum(f.severity == s for f in findings) for s in SEVERITIES}

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from aoti_trace.report.common import first_paragraph, inside, repo_location
 
 if TYPE_CHECKING:
-    from aoti_trace.analysis import Analysis
-    from aoti_trace.findings import Finding
+    from aoti_trace.model.analysis import Analysis
+    from aoti_trace.model.findings import Finding
 
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 

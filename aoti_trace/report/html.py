@@ -37,8 +37,8 @@ from aoti_trace.report.json import run_summaries
 from aoti_trace.report.repro import repro_html
 
 if TYPE_CHECKING:
-    from aoti_trace.analysis import Analysis
-    from aoti_trace.findings import Finding
+    from aoti_trace.model.analysis import Analysis
+    from aoti_trace.model.findings import Finding
     from markdown_it import MarkdownIt
     from markdown_it.renderer import RendererHTML
     from markdown_it.token import Token
@@ -304,7 +304,7 @@ def _runs(analysis: Analysis) -> str:
 
 def summary_html(analysis: Analysis) -> str:
     """The report's summary as an HTML fragment (no page, no stylesheet, nothing loaded): what a notebook shows for
-    an :class:`~aoti_trace.analysis.Analysis` (its ``_repr_html_``). The title, the counts, the primary finding's
+    an :class:`~aoti_trace.model.analysis.Analysis` (its ``_repr_html_``). The title, the counts, the primary finding's
     message, remedy and rerun command, and the findings table; all log text escaped."""
     primary = analysis.primary
     title = f"aoti-trace: {primary.title}" if primary else (

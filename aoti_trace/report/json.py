@@ -10,11 +10,11 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from aoti_trace import __version__
-from aoti_trace.vocabulary import SEVERITIES
+from aoti_trace.model.vocabulary import SEVERITIES
 from aoti_trace.report.repro import REPRO_SCHEMA, repro_json
 
 if TYPE_CHECKING:
-    from aoti_trace.analysis import Analysis
+    from aoti_trace.model.analysis import Analysis
 
 DOCUMENT_SCHEMA = "aoti-trace.report/v1"
 # where the committed schema file is published (docs/schemas/ of the repository named in pyproject's [project.urls])
@@ -152,7 +152,7 @@ RUN_SCHEMA: dict[str, Any] = {
 
 def finding_schema() -> dict[str, Any]:
     """JSON Schema of one finding record (``aoti-trace.finding/v1``, one line of ``jsonl``), from the model."""
-    from aoti_trace.findings import Finding
+    from aoti_trace.model.findings import Finding
 
     return Finding.model_json_schema(by_alias=True, mode="serialization")
 

@@ -29,8 +29,8 @@ from aoti_trace.report.json import run_summaries
 from aoti_trace.report.repro import repro_markdown
 
 if TYPE_CHECKING:
-    from aoti_trace.analysis import Analysis
-    from aoti_trace.findings import Finding
+    from aoti_trace.model.analysis import Analysis
+    from aoti_trace.model.findings import Finding
 
 ICON = {"error": "🔴", "warning": "🟡", "info": "🔵"}
 MAX_CELL = 300

@@ -1,8 +1,8 @@
 """The minimal-repro block of a report: ``analysis.repro``, set by ``aoti-trace minify`` and ``ladder --minify``.
 
-One source for every format (:class:`aoti_trace.minify.MinifyResult`): ``text`` and ``markdown`` print its
-:meth:`~aoti_trace.minify.MinifyResult.lines`, ``json`` puts its
-:meth:`~aoti_trace.minify.MinifyResult.to_json` under the document's ``repro`` key, ``sarif`` under the run's
+One source for every format (:class:`aoti_trace.run.minify.MinifyResult`): ``text`` and ``markdown`` print its
+:meth:`~aoti_trace.run.minify.MinifyResult.lines`, ``json`` puts its
+:meth:`~aoti_trace.run.minify.MinifyResult.to_json` under the document's ``repro`` key, ``sarif`` under the run's
 ``properties.repro``, ``html`` a "Minimal repro" section. Analyses without a repro render as before.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from aoti_trace.minify import SCHEMA, STATUSES
+from aoti_trace.run.minify import SCHEMA, STATUSES
 
 if TYPE_CHECKING:
-    from aoti_trace.analysis import Analysis
+    from aoti_trace.model.analysis import Analysis
 
 TITLE = "Minimal repro"
 

@@ -31,8 +31,8 @@ from aoti_trace.report.common import guide_display, guide_summary, inside, repo_
 from aoti_trace.report.repro import repro_json
 
 if TYPE_CHECKING:
-    from aoti_trace.analysis import Analysis
-    from aoti_trace.findings import Finding
+    from aoti_trace.model.analysis import Analysis
+    from aoti_trace.model.findings import Finding
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "aotiTrace/v1"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import re
 
-from aoti_trace.ranks import RANK_IN_PATH, rank_ranges
+from aoti_trace.model.ranks import RANK_IN_PATH, rank_ranges
 from aoti_trace.report.common import (
     evidence_location,
     first_paragraph,
@@ -32,8 +32,8 @@ from aoti_trace.report.json import run_summaries
 from aoti_trace.report.repro import repro_lines
 
 if TYPE_CHECKING:
-    from aoti_trace.analysis import Analysis
-    from aoti_trace.findings import Finding
+    from aoti_trace.model.analysis import Analysis
+    from aoti_trace.model.findings import Finding
 
 RANK_IN_PATH_RE = re.compile(RANK_IN_PATH)  # on file paths only
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
@@ -108,7 +108,7 @@ def _finding(analysis: Analysis, f: Finding, primary: bool) -> list[Line]:
 
 
 def _consequence(f: Finding) -> Line:
-    """Where a finding stands among the ranks' failures (:mod:`aoti_trace.consequences`)."""
+    """Where a finding stands among the ranks' failures (:mod:`aoti_trace.engine.consequences`)."""
     if "consequences" in f.fields:
         return [(f"  failed first; then {_ranks(f.fields['consequences'])} as a consequence", "bold")]
     if "consequence_of" in f.fields:

@@ -81,7 +81,7 @@ class CaptureFailed(Exception):
     """The command could not be captured (cannot start, bad TORCH_LOGS value, unusable output folder).
 
     Plain exception on purpose (this module is standard-library only); the CLI turns it into
-    ``aoti_trace.errors.CaptureError``.
+    ``aoti_trace.model.errors.CaptureError``.
     """
 
 

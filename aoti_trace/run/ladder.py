@@ -16,7 +16,7 @@ The ladder stops at the first stage whose analysis is *definite* (:func:`is_defi
 the command succeeded with no error finding; a stage 4a that named a kernel always goes on to 4b. It writes ``<out>/ladder.json``; :meth:`LadderResult.table` is the
 summary table.
 
-With ``minify=True`` a last stage, ``5 minify`` (``<out>/stage-5-minify/``), runs :func:`aoti_trace.minify.minify`
+With ``minify=True`` a last stage, ``5 minify`` (``<out>/stage-5-minify/``), runs :func:`aoti_trace.run.minify.minify`
 with the flags of the stage before (``DUMP_AOTI_MINIFIER=1`` added; the printer flags dropped), unless the reported
 diagnosis is one the minifier cannot help with; the result is attached to the reported analysis (``.repro``).
 """
@@ -32,13 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aoti_trace.run.capture import CaptureResult, capture
-from aoti_trace.vocabulary import CARRIER_FAMILIES
+from aoti_trace.model.vocabulary import CARRIER_FAMILIES
 
 if TYPE_CHECKING:
     from aoti_trace.library.loader import RulesSource
-    from aoti_trace.analysis import Analysis
-    from aoti_trace.findings import Finding
-    from aoti_trace.minify import MinifyResult
+    from aoti_trace.model.analysis import Analysis
+    from aoti_trace.model.findings import Finding
+    from aoti_trace.run.minify import MinifyResult
 
 SCHEMA = "aoti-trace.ladder/v1"
 PRINTER = "AOT_INDUCTOR_DEBUG_INTERMEDIATE_VALUE_PRINTER"
@@ -262,7 +262,7 @@ def not_definite_because(finding: Finding | None, stage_env: dict[str, str]) -> 
 def analyze_capture(out_dir: Path, rules_path: RulesSource = None) -> tuple[Analysis | None, str | None]:
     """Analyse one capture folder; ``(None, reason)`` when the analysis modules are not available."""
     try:
-        from aoti_trace.analysis import analyze
+        from aoti_trace.pipeline import analyze
 
         return analyze([out_dir], rules_path=rules_path), None
     except ImportError as exc:
@@ -396,7 +396,7 @@ def _minify_stage(ladder: LadderResult, out: Path, carried: dict[str, str], budg
                   extra_env: dict[str, str] | None, timeout: float | None, echo: bool | str,
                   cwd: str | Path | None, rules_path: RulesSource, progress: Callable[[str], None]) -> MinifyResult:
     """Stage 5: minify the reported failure, or say why not; attach the result to the reported analysis."""
-    from aoti_trace.minify import DEFAULT_BUDGET_S, MinifyResult, cannot_minify, minify
+    from aoti_trace.run.minify import DEFAULT_BUDGET_S, MinifyResult, cannot_minify, minify
 
     reported = ladder.reported
     where = (out / MINIFY_DIR).absolute()

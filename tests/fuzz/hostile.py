@@ -286,7 +286,8 @@ class Outcome:
 def analyse(paths: list[Path], rules, **kw) -> Outcome:
     """discover -> frames -> rules -> every report format, in-process (what ``aoti-trace analyze`` runs)."""
     from aoti_trace import engine
-    from aoti_trace.analysis import Analysis, build_frames, read_guides
+    from aoti_trace.model.analysis import Analysis
+    from aoti_trace.pipeline import build_frames, read_guides
     from aoti_trace.discover import discover
     from aoti_trace.report import FORMATS, render
 

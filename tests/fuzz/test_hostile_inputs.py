@@ -27,8 +27,9 @@ import pytest
 from hostile import FIXTURES, analyse, encrypt_flag, replace_entry, terminal_safe, time_limit
 
 from aoti_trace import library
-from aoti_trace.ingest import files, trace
-from aoti_trace.ingest.package import package_frames
+from aoti_trace.ingest import files
+from aoti_trace.ingest.trace import reader as trace
+from aoti_trace.ingest.package.reader import package_frames
 
 LIMIT_S = 30.0  # wall clock per case; the defects took from 85 s to forever, the fixed code well under 5 s
 DTYPE = FIXTURES / "cases" / "dtype_mismatch_checked"
@@ -577,7 +578,7 @@ def test_giant_line_is_clipped_not_scanned(tmp_path, rules, gz):
     found. CPU time (not wall time) is bounded, so the check does not depend on an idle machine."""
     import resource
 
-    from aoti_trace.ingest import lines as L
+    from aoti_trace.ingest.text import lines as L
 
     real = (FIXTURES / "public" / "litgpt_774_triton_oob" / "stderr.txt").read_bytes()
     data = real + b":" * (40 << 20) + b"\n" + real.splitlines(keepends=True)[-1]

@@ -44,7 +44,7 @@ def key(path: Path) -> str:
 
 def render_all(path: Path) -> dict[str, str]:
     """Format -> report text for one input (analysed once, run from the repository root)."""
-    from aoti_trace.analysis import analyze
+    from aoti_trace.pipeline import analyze
     from aoti_trace.report import FORMATS, render
 
     analysis = analyze([path.relative_to(ROOT)])

@@ -1,4 +1,4 @@
-"""Tiny real AOTI repro used by tests/test_capture.py and tests/test_ladder.py.
+"""Tiny real AOTI repro used by tests/run/test_capture.py and tests/run/test_ladder.py.
 
     python tiny_aoti.py compile PKG.pt2    compile Linear(8, 4) for inputs of shape (2, 8) and package it
     python tiny_aoti.py compile-run PKG.pt2  both: compile, then load and run (works)

@@ -1,0 +1,286 @@
+"""Every Polars call of the rule engine lives here (rule-design.md §6, §7).
+
+Rules compile to *predicates*: a leaf outside ``scope: row`` is one predicate, a ``scope: row`` node is one predicate
+(a single row expression). Each frame is evaluated in **one** ``with_columns`` pass that adds one boolean column per
+predicate; ``group_by(run_id).any()`` turns them into run-level truth values, the per-frame results are joined on
+``run_id`` and every rule's tree becomes one horizontal expression (``all_horizontal`` / ``any_horizontal`` / ``~``).
+Only for the rules that hit are the anchor rows looked up again, with ``extract_groups`` for the captures.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from aoti_trace.engine.literal import required_literal
+from aoti_trace.engine.schema import SKIPPED_LINE_KINDS, All, AnyOf, Leaf, Not, Rule, leaves
+from aoti_trace.model.frames import SCHEMAS, Frames
+
+ROW = "__row"
+
+
+def rust_regex_error(pattern: str) -> str | None:
+    """The first line of Polars' (Rust regex) error for ``pattern``, or None when it compiles."""
+    try:
+        pl.select(pl.lit("").str.contains(pattern))
+    except pl.exceptions.PolarsError as exc:  # ComputeError is not a ValueError (rule-design.md §7 #2)
+        lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+        return next((ln.strip() for ln in lines if ln.strip().startswith("error:")), lines[0] if lines else "invalid")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- expressions
+
+
+def _ci(value: Any, ignore_case: bool) -> Any:
+    return value.lower() if ignore_case and isinstance(value, str) else value
+
+
+def leaf_expr(leaf: Leaf) -> pl.Expr:
+    """Row-level boolean expression of one leaf (nulls are *not* filled here)."""
+    col = pl.col(leaf.column)
+    string = SCHEMAS[leaf.frame][1][leaf.column][0] == pl.String
+    text = col.str.to_lowercase() if (leaf.ignore_case and string) else col
+    if leaf.regex is not None:
+        expr = col.str.contains(("(?i)" if leaf.ignore_case else "") + leaf.regex)
+    elif leaf.contains is not None:
+        expr = text.str.contains(_ci(leaf.contains, leaf.ignore_case), literal=True)
+    elif leaf.equals is not None:
+        expr = text == pl.lit(_ci(leaf.equals, leaf.ignore_case))
+    elif leaf.in_ is not None:
+        expr = text.is_in([_ci(v, leaf.ignore_case) for v in leaf.in_])
+    else:
+        expr = col.is_not_null() if leaf.exists else col.is_null()
+    if leaf.frame == "lines" and leaf.column != "kind":
+        skipped = [k for k in SKIPPED_LINE_KINDS if k not in leaf.include]
+        if skipped:
+            expr = expr & ~pl.col("kind").is_in(skipped).fill_null(False)
+    return expr
+
+
+def row_expr(node: Any) -> pl.Expr:
+    """One row expression for a ``scope: row`` node (all leaves on one frame)."""
+    if isinstance(node, Leaf):
+        return leaf_expr(node).fill_null(False)
+    if isinstance(node, All):
+        return pl.all_horizontal([row_expr(n) for n in node.all])
+    if isinstance(node, AnyOf):
+        return pl.any_horizontal([row_expr(n) for n in node.any])
+    return ~row_expr(node.not_)
+
+
+# ---------------------------------------------------------------------------------------------- compiling
+
+
+@dataclass
+class Pred:
+    """A boolean column computed on one frame."""
+
+    name: str
+    frame: str
+    expr: pl.Expr
+    leaf: Leaf | None  # the leaf, or None for a row-scope node
+    negated: bool
+
+
+@dataclass
+class CompiledRule:
+    rule: Rule
+    truth: pl.Expr  # over the per-run table
+    anchor: Pred  # predicate that selects anchor rows
+    anchor_leaf: Leaf
+    positives: list[Pred] = field(default_factory=list)  # run-scope positive predicates (evidence candidates)
+
+
+def compile_rule(rule: Rule, index: int) -> tuple[CompiledRule, list[Pred]]:
+    preds: list[Pred] = []
+    anchor_leaf = rule.anchor_leaf()
+    anchor: list[Pred] = []
+
+    def walk(node: Any, negated: bool) -> pl.Expr:
+        if isinstance(node, Leaf) or getattr(node, "scope", "run") == "row":
+            inner = [leaf for leaf, _ in leaves(node)]
+            frame = inner[0].frame
+            expr = row_expr(node) if not isinstance(node, Leaf) else leaf_expr(node).fill_null(False)
+            pred = Pred(f"__r{index}_{len(preds)}", frame, expr, node if isinstance(node, Leaf) else None, negated)
+            preds.append(pred)
+            if any(leaf is anchor_leaf for leaf in inner):
+                anchor.append(pred)
+            return pl.col(pred.name)
+        if isinstance(node, All):
+            return pl.all_horizontal([walk(n, negated) for n in node.all])
+        if isinstance(node, AnyOf):
+            return pl.any_horizontal([walk(n, negated) for n in node.any])
+        assert isinstance(node, Not)
+        return ~walk(node.not_, not negated)
+
+    truth = walk(rule.match, False)
+    positives = [p for p in preds if not p.negated and p is not anchor[0]]
+    return CompiledRule(rule, truth, anchor[0], anchor_leaf, positives), preds
+
+
+@dataclass
+class Plan:
+    rules: list[CompiledRule]
+    by_frame: dict[str, list[Pred]]
+    literals: dict[str, str | None] = field(default_factory=dict)  # regex -> required literal (engine.literal)
+
+
+def compile_rules(rules: list[Rule], literals: dict[str, str | None] | None = None) -> Plan:
+    compiled: list[CompiledRule] = []
+    by_frame: dict[str, list[Pred]] = {}
+    for i, rule in enumerate(rules):
+        cr, preds = compile_rule(rule, i)
+        compiled.append(cr)
+        for p in preds:
+            by_frame.setdefault(p.frame, []).append(p)
+    return Plan(compiled, by_frame, dict(literals or {}))
+
+
+# ---------------------------------------------------------------------------------------------- evaluating
+
+
+def mark_noise(lines: pl.DataFrame, patterns: list[str]) -> pl.DataFrame:
+    """Set ``kind = "noise"`` on the lines that match any ignore-list pattern."""
+    if not patterns or lines.height == 0:
+        return lines
+    combined = "|".join(f"(?:{p})" for p in patterns)
+    hit = pl.col("text").str.contains(combined).fill_null(False)
+    return lines.with_columns(pl.when(hit).then(pl.lit("noise")).otherwise(pl.col("kind")).alias("kind"))
+
+
+def run_ids(frames: Frames) -> list[str]:
+    """Every run that has at least one row in any frame, in first-seen order."""
+    seen: dict[str, None] = {}
+    for name in SCHEMAS:
+        df = frames[name]
+        if df.height:
+            for rid in df.get_column("run_id").unique(maintain_order=True).to_list():
+                if rid is not None:
+                    seen.setdefault(rid, None)
+    return list(seen)
+
+
+@dataclass
+class Matches:
+    hits: list[tuple[str, str]]  # (run_id, rule_id)
+    flagged: dict[str, pl.DataFrame]  # frame -> frame with ROW and predicate columns
+
+
+def _absent(df: pl.DataFrame, pred: Pred, texts: dict[str, str], literals: dict[str, str | None]) -> bool:
+    """True when ``pred`` (a regex leaf) cannot hold on any row of ``df``: its required literal occurs in none
+    of the values of its column. Its predicate (``leaf_expr(leaf).fill_null(False)``: the regex is false or null
+    on every row, and so is the conjunction with the kind filter) is then false on every row, and its Rust regex
+    need not be compiled or run (start-up: ~130 rules)."""
+    leaf = pred.leaf
+    if leaf is None or leaf.regex is None or leaf.ignore_case or df.schema.get(leaf.column) != pl.String:
+        return False
+    literal = literals[leaf.regex] if leaf.regex in literals else required_literal(leaf.regex)
+    if literal is None:
+        return False
+    if leaf.column not in texts:
+        texts[leaf.column] = "\n".join(df.get_column(leaf.column).drop_nulls().unique().to_list())
+    return literal not in texts[leaf.column]
+
+
+def match(plan: Plan, frames: Frames, runs: list[str], applies: Mapping[str, list[str] | None]) -> Matches:
+    """Evaluate every rule of ``plan`` over ``frames``: which rules hit which runs.
+
+    ``applies`` maps rule id to the runs the rule applies to (torch range), or None for all runs.
+    """
+    if not runs or not plan.rules:
+        return Matches([], {})
+    per_run = pl.DataFrame({"run_id": runs}, schema={"run_id": pl.String})
+    flagged: dict[str, pl.DataFrame] = {}
+    for frame, preds in plan.by_frame.items():
+        df = frames[frame].with_row_index(ROW)
+        texts: dict[str, str] = {}
+        df = df.with_columns([(pl.lit(False) if _absent(df, p, texts, plan.literals) else p.expr).alias(p.name)
+                              for p in preds])
+        flagged[frame] = df
+        agg = df.group_by("run_id").agg([pl.col(p.name).any() for p in preds])
+        per_run = per_run.join(agg, on="run_id", how="left", coalesce=True)
+    per_run = per_run.with_columns(pl.exclude("run_id").fill_null(False))
+    cols = []
+    for cr in plan.rules:
+        truth = cr.truth
+        only = applies.get(cr.rule.id)
+        if only is not None:
+            truth = truth & pl.col("run_id").is_in(only)
+        cols.append(truth.fill_null(False).alias(cr.rule.id))
+    hits = (
+        per_run.select("run_id", *cols)
+        .unpivot(index="run_id", variable_name="rule_id", value_name="hit")
+        .filter(pl.col("hit"))
+    )
+    return Matches(list(zip(hits.get_column("run_id").to_list(), hits.get_column("rule_id").to_list())), flagged)
+
+
+def select_rows(
+    matches: Matches, pred: Pred, run_list: list[str], occurrence: str, leaf: Leaf | None = None
+) -> list[dict[str, Any]]:
+    """Rows of ``pred``'s frame where it is true, for ``run_list``, per ``occurrence`` (last/first/all).
+
+    With a ``leaf`` that has a regex, each row also gets ``__groups``: the regex's named groups
+    (``extract_groups`` over the leaf's column) or None. ``pred`` may be a row-scope node that contains the leaf.
+    """
+    df = matches.flagged[pred.frame]
+    hit = pl.col(pred.name) & pl.col("run_id").is_in(run_list)
+    if occurrence in ("first", "last"):
+        # pick the row numbers on three columns first, then copy only those rows (a frame of millions of rows
+        # where most rows match, e.g. a stack shared by every record, is never copied whole)
+        pick = pl.col(ROW).min() if occurrence == "first" else pl.col(ROW).max()
+        chosen = df.select(ROW, "run_id", pred.name).filter(hit).group_by("run_id").agg(pick).get_column(ROW)
+        df = df.filter(pl.col(ROW).is_in(chosen.implode()))
+    else:
+        df = df.filter(hit)
+    df = df.sort(ROW).select([c for c in df.columns if not c.startswith("__r") or c == ROW])
+    regex = leaf.regex if leaf is not None else None
+    names = list(re.compile(regex).groupindex) if regex else []
+    if names and leaf is not None and regex:  # names come from the leaf's regex
+        pattern = ("(?i)" if leaf.ignore_case else "") + regex
+        df = df.with_columns(pl.col(leaf.column).str.extract_groups(pattern).alias("__groups"))
+    out = df.to_dicts()
+    for row in out:
+        groups = row.get("__groups")
+        if names and groups is not None and all(v is None for v in groups.values()):
+            row["__groups"] = None
+    return out
+
+
+def run_rows(frames: Frames, frame: str, run_id: str, columns: list[str] | None = None) -> list[dict[str, Any]]:
+    """All rows of ``frame`` for ``run_id`` as dicts (small frames: process, compiles, faults)."""
+    df = frames[frame].filter(pl.col("run_id") == run_id)
+    if columns:
+        df = df.select(columns)
+    return df.to_dicts()
+
+
+def first_per_run(frames: Frames, frame: str, column: str, where: tuple[str, list[str]] | None = None) -> dict[str, str]:
+    """First non-null value of ``column`` per run (optionally only rows whose ``where[0]`` is in ``where[1]``)."""
+    df = frames[frame]
+    if column not in df.columns:
+        return {}
+    if where is not None:
+        df = df.filter(pl.col(where[0]).is_in(where[1]))
+    df = df.filter(pl.col(column).is_not_null()).group_by("run_id", maintain_order=True).agg(pl.col(column).first())
+    return {r: str(v) for r, v in zip(df.get_column("run_id").to_list(), df.get_column(column).to_list())}
+
+
+def has_rows(frames: Frames, frame: str, run_id: str) -> bool:
+    df = frames[frame]
+    return df.height > 0 and df.filter(pl.col("run_id") == run_id).height > 0
+
+
+def frame_from_rows(name: str, rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """A frame built from row dicts (examples); columns cast to the frame's schema by the caller (conform)."""
+    if not rows:
+        return pl.DataFrame()
+    cols = {c for row in rows for c in row}
+    target = {c: SCHEMAS[name][1][c][0] for c in cols if c in SCHEMAS[name][1]}
+    data = {c: [row.get(c) for row in rows] for c in cols}
+    return pl.DataFrame(data, schema={c: target.get(c, pl.String) for c in cols}, strict=False)

@@ -1,0 +1,1 @@
+"""TORCH_TRACE logs into frames: the record index and reader, session metadata, chromium events."""

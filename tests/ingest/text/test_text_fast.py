@@ -1,0 +1,115 @@
+"""The shortcuts of the stderr/stdout classifier and of rule matching give the results of the long way (issue 12).
+
+Each shortcut skips work where a widened pattern (a superset) or a required literal shows it cannot change
+anything; these tests run both ways on every real capture of the repository and on mixtures of its lines.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from aoti_trace.engine.literal import required_literal
+from aoti_trace.ingest.text import lines as L
+from aoti_trace.ingest.text.tracebacks import exceptions_frame
+
+REPO = Path(__file__).resolve().parents[3]
+CAPTURES = sorted(
+    p for p in [*(REPO / "fixtures").glob("**/*"), *(REPO / "tests/data/text").glob("*")]
+    if p.is_file() and p.name.split(".")[0] in ("stderr", "stdout") or p.parent.name == "text" and p.suffix == ".txt"
+)
+
+
+def _lines(path: Path) -> list[str]:
+    return L.clip_long_lines(L.split_lines(path.read_bytes().decode("utf-8", errors="replace"))[0])[0]
+
+
+def _both(lines: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``classify`` with every shortcut taken (quiet lines, sparse steps) and with none."""
+    monkeypatch.setattr(L, "SPARSE_MIN_ROWS", 0)
+    fast = L.classify(lines, "stderr", "r", "p")
+    monkeypatch.setattr(L, "SPARSE_MIN_ROWS", 1 << 62)
+    slow = L.classify(lines, "stderr", "r", "p")
+    return fast, slow
+
+
+def _same(fast: pl.DataFrame, slow: pl.DataFrame) -> None:
+    cols = [c for c in slow.columns if not c.startswith("_") or c in (
+        "_msg", "_rk", "_exc", "_exc_owner", "_in_tb", "_tb_file", "_fr_file", "_fr_line", "_fr_func", "_tb_type")]
+    assert fast.select(cols).equals(slow.select(cols))
+    assert exceptions_frame(fast).equals(exceptions_frame(slow))
+
+
+def test_captures_classify_the_same_with_and_without_shortcuts(monkeypatch):
+    assert len(CAPTURES) > 100
+    for i in range(0, len(CAPTURES), 25):  # 25 captures one after the other per log
+        _same(*_both([line for path in CAPTURES[i:i + 25] for line in _lines(path)], monkeypatch))
+
+
+def test_mixtures_of_real_lines_classify_the_same(monkeypatch):
+    pool = [line for path in CAPTURES for line in _lines(path)]
+    rng = random.Random(12)
+    for _ in range(8):
+        start = rng.randrange(len(pool))
+        lines = pool[start:start + rng.randrange(50, 2500)]  # runs of real context...
+        lines += rng.sample(pool, 300)  # ...and lines out of any context
+        if rng.random() < 0.3:
+            rng.shuffle(lines)
+        _same(*_both(lines, monkeypatch))
+
+
+def test_widened_patterns_match_wherever_the_originals_do():
+    samples = [line for path in CAPTURES for line in _lines(path)][:60000]
+    s = pl.Series(samples, dtype=pl.String)
+    for name in L.FLAGS:
+        exact = s.str.contains(L.PATTERNS[name])
+        assert not (exact & ~s.str.contains(L._widened(L._uncaptured(L.PATTERNS[name])))).any(), name
+    assert L._widened(r"(?:\S*[^\w\s])?ld\b") == r"(?:\S*[^\w\s])?ld"  # negated classes are left alone
+    assert L._widened(r"[\w.]\d") == r"[\S.]\S"
+
+
+def test_glog_headers_without_capture_equal_the_captured_ones():
+    texts = [t for path in CAPTURES for t in _lines(path)]
+    texts += ["I1130 05:26:11.592000 26185 a/b.py:12] x", "[W1130 05:06:08.690000000 P.cpp:123] m",
+              "E520 19:20:12.15 12 34:1] [0/0] y", "I1130 05:26:11.592 12:3] z", "[C0101 00:00:00.0 a:1]"]
+    df = pl.DataFrame({"text": texts}).filter(pl.col("text").str.contains(L._GLOG_PLAIN))
+    assert df.height > 100
+    cols = ["_header", "level", "src"]
+    assert L._glog_headers(df).select(cols).equals(L._any_headers(df).select(cols))
+
+
+@pytest.mark.parametrize(("pattern", "literal"), [
+    (r"Error: (?P<x>\w+) failed", "Error: "),
+    (r"(?:abc)?defgh", "defgh"),
+    (r"x{2}yyyy", "yyyy"),
+    (r"(?:undefined symbol)+: \S+", "undefined symbol"),
+    (r"a|bcdefg", None),  # an alternation requires none of its branches
+    (r"(?i)Segmentation fault", None),  # case-insensitive: no pre-check
+    (r"foo(?i:BAR)bazz", None),  # an inline case-insensitive group anywhere: no pre-check
+    (r"\p{Greek}+ word", None),  # Rust-only syntax: no pre-check
+    (r"ab", None),  # too short to be worth it
+])
+def test_required_literal(pattern, literal):
+    assert required_literal(pattern) == literal
+
+
+def test_required_literals_of_the_rule_library_occur_in_every_match():
+    """Every match of a library rule's regex in the real captures contains the literal found for it."""
+    from aoti_trace.library import load_rules
+    from aoti_trace.engine.schema import leaves
+
+    text = "\n".join(line for path in CAPTURES for line in _lines(path))
+    checked = 0
+    for rule in load_rules().rules:
+        for leaf, _ in leaves(rule.match):
+            literal = required_literal(leaf.regex) if leaf.regex else None
+            if literal is None:
+                continue
+            for m in re.finditer(leaf.regex, text):
+                assert literal in m.group(0), (rule.id, leaf.regex)
+                checked += 1
+    assert checked > 0
