@@ -1,7 +1,7 @@
 """Map an index-out-of-bounds assertion back to its kernel, launch site, model inputs and constants, from the
 generated code.
 
-This automates steps 2, 4 and 5 of the index-out-of-bounds procedure (docs/design/signatures.md §6). In AOT mode
+This automates steps 2, 4 and 5 of the index-out-of-bounds procedure (docs/design/aoti-signatures.md §6). In AOT mode
 the C++ wrapper (``inductor_aot_wrapper_code`` in the trace, ``*.wrapper.cpp`` in a package) embeds every Triton
 kernel's source as an ``async_compile.triton('<name>', '''...''')`` comment, followed by the launch sites
 ``call_<name>(arg, ...)`` with their ``// Topologically Sorted Source Nodes: [...], Original ATen: [...]`` comment,
