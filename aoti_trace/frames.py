@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, Hashable, TypeVar, cast
 
 import polars as pl
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
+
+T = TypeVar("T")
 
 Str, I32, I64, F64, Bool = pl.String, pl.Int32, pl.Int64, pl.Float64, pl.Boolean
 
@@ -417,6 +419,8 @@ class Frames:
 
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     derived: dict[str, Derived] = field(default_factory=dict)
+    # lookups built once from a frame (:meth:`index`): key -> (the frame it was built from, the lookup)
+    indexes: dict[Hashable, tuple[pl.DataFrame, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     def __getitem__(self, name: str) -> pl.DataFrame:
         if name not in SCHEMAS:
@@ -443,6 +447,15 @@ class Frames:
     def copy(self) -> Frames:
         """A shallow copy: the same frames, and the same derived frames (computed once for both)."""
         return Frames(dict(self.tables), dict(self.derived))
+
+    def index(self, key: Hashable, df: pl.DataFrame, build: Callable[[], T]) -> T:
+        """A lookup built from ``df`` (one of these frames) by ``build()``, once: kept under ``key`` for as long as
+        ``df`` is the frame it was built from (per-run lookups of the rule pass: one pass over a frame instead of a
+        filter per finding). The caller must not change what it gets."""
+        got = self.indexes.get(key)
+        if got is None or got[0] is not df:
+            got = self.indexes[key] = (df, build())
+        return cast(T, got[1])
 
 
 def markdown() -> str:

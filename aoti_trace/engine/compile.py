@@ -230,21 +230,23 @@ def select_rows(
     """
     df = matches.flagged[pred.frame]
     hit = pl.col(pred.name) & pl.col("run_id").is_in(run_list)
+    keep = [c for c in df.columns if not c.startswith("__r") or c == ROW]
+    lf = df.lazy()
     if occurrence in ("first", "last"):
         # pick the row numbers on three columns first, then copy only those rows (a frame of millions of rows
-        # where most rows match, e.g. a stack shared by every record, is never copied whole)
+        # where most rows match, e.g. a stack shared by every record, is never copied whole); one query
         pick = pl.col(ROW).min() if occurrence == "first" else pl.col(ROW).max()
-        chosen = df.select(ROW, "run_id", pred.name).filter(hit).group_by("run_id").agg(pick).get_column(ROW)
-        df = df.filter(pl.col(ROW).is_in(chosen.implode()))
+        chosen = lf.select(ROW, "run_id", pred.name).filter(hit).group_by("run_id").agg(pick).select(ROW)
+        lf = lf.select(keep).join(chosen, on=ROW, how="semi")
     else:
-        df = df.filter(hit)
-    df = df.sort(ROW).select([c for c in df.columns if not c.startswith("__r") or c == ROW])
+        lf = lf.filter(hit).select(keep)
+    lf = lf.sort(ROW)
     regex = leaf.regex if leaf is not None else None
     names = list(re.compile(regex).groupindex) if regex else []
     if names and leaf is not None and regex:  # names come from the leaf's regex
         pattern = ("(?i)" if leaf.ignore_case else "") + regex
-        df = df.with_columns(pl.col(leaf.column).str.extract_groups(pattern).alias("__groups"))
-    out = df.to_dicts()
+        lf = lf.with_columns(pl.col(leaf.column).str.extract_groups(pattern).alias("__groups"))
+    out = lf.collect().to_dicts()
     for row in out:
         groups = row.get("__groups")
         if names and groups is not None and all(v is None for v in groups.values()):
@@ -252,12 +254,28 @@ def select_rows(
     return out
 
 
+# run_rows and has_rows answer from one pass over a frame of at most this many rows (kept with the frames);
+# a larger frame is filtered per call
+INDEX_MAX_ROWS = 20_000
+
+
 def run_rows(frames: Frames, frame: str, run_id: str, columns: list[str] | None = None) -> list[dict[str, Any]]:
     """All rows of ``frame`` for ``run_id`` as dicts (small frames: process, compiles, faults)."""
-    df = frames[frame].filter(pl.col("run_id") == run_id)
-    if columns:
-        df = df.select(columns)
-    return df.to_dicts()
+    df = frames[frame]
+    if df.height > INDEX_MAX_ROWS:
+        df = df.filter(pl.col("run_id") == run_id)
+        if columns:
+            df = df.select(columns)
+        return df.to_dicts()
+    by_run = frames.index(("run_rows", frame, tuple(columns or ())), df, lambda: _rows_by_run(df, columns))
+    return [dict(r) for r in by_run.get(run_id, ())]
+
+
+def _rows_by_run(df: pl.DataFrame, columns: list[str] | None) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for run_id, row in zip(df.get_column("run_id").to_list(), (df.select(columns) if columns else df).to_dicts()):
+        out.setdefault(run_id, []).append(row)
+    return out
 
 
 def first_per_run(frames: Frames, frame: str, column: str, where: tuple[str, list[str]] | None = None) -> dict[str, str]:
@@ -273,7 +291,9 @@ def first_per_run(frames: Frames, frame: str, column: str, where: tuple[str, lis
 
 def has_rows(frames: Frames, frame: str, run_id: str) -> bool:
     df = frames[frame]
-    return df.height > 0 and df.filter(pl.col("run_id") == run_id).height > 0
+    if df.height == 0:
+        return False
+    return run_id in frames.index(("has_rows", frame), df, lambda: set(df.get_column("run_id").unique().to_list()))
 
 
 def frame_from_rows(name: str, rows: list[dict[str, Any]]) -> pl.DataFrame:
