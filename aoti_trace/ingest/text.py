@@ -188,6 +188,13 @@ def _parse(texts: list[_Text]) -> list[Frames]:
         need = [set(w) for w in wanted]
     else:
         need = [{0}] * len(ASSEMBLED)
+    # the exceptions of every file in one pass (most files of a failed run have some): split per file below
+    by_file: dict[int, pl.DataFrame] = {}
+    if len(files) > 1 and need[0]:
+        excs = exceptions_frame(df)
+        if "_f" in excs.columns:
+            by_file = {int(key[0]): part for key, part in
+                       excs.partition_by("_f", as_dict=True, include_key=False, maintain_order=True).items()}
     out = []
     start = 0
     for k, (lines, *_rest) in enumerate(files):
@@ -197,7 +204,10 @@ def _parse(texts: list[_Text]) -> list[Frames]:
         if n:
             part = df.slice(start, n) if len(files) > 1 else df
             for (name, assemble, _), files_with_rows in zip(ASSEMBLED, need):
-                frames.add(name, assemble(part) if k in files_with_rows else empty(name))
+                if name == "exceptions" and len(files) > 1:
+                    frames.add(name, by_file.get(k, empty(name)))
+                else:
+                    frames.add(name, assemble(part) if k in files_with_rows else empty(name))
         if damages[k]:
             frames.add("damage", pl.DataFrame(damages[k], infer_schema_length=None))
         out.append(frames)
