@@ -9,6 +9,7 @@ Only for the rules that hit are the anchor rows looked up again, with ``extract_
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from collections.abc import Mapping
@@ -242,7 +243,7 @@ def select_rows(
         lf = lf.filter(hit).select(keep)
     lf = lf.sort(ROW)
     regex = leaf.regex if leaf is not None else None
-    names = list(re.compile(regex).groupindex) if regex else []
+    names = list(_group_names(regex)) if regex else []
     if names and leaf is not None and regex:  # names come from the leaf's regex
         pattern = ("(?i)" if leaf.ignore_case else "") + regex
         lf = lf.with_columns(pl.col(leaf.column).str.extract_groups(pattern).alias("__groups"))
@@ -252,6 +253,70 @@ def select_rows(
         if names and groups is not None and all(v is None for v in groups.values()):
             row["__groups"] = None
     return out
+
+
+def select_rows_many(
+    matches: Matches, requests: list[tuple[Pred, list[str], str, Leaf | None]]
+) -> list[list[dict[str, Any]]]:
+    """:func:`select_rows` of each ``(pred, run_list, occurrence, leaf)``, the same rows: the ``first``/``last``
+    requests on one frame are answered together (one group-by for the row numbers of all, one read of the chosen
+    rows, one select for the regex groups), so that the cost is per frame rather than per rule."""
+    out: list[list[dict[str, Any]] | None] = [None] * len(requests)
+    by_frame: dict[str, list[int]] = {}
+    for k, (pred, run_list, occurrence, leaf) in enumerate(requests):
+        if occurrence in ("first", "last"):
+            by_frame.setdefault(pred.frame, []).append(k)
+        else:
+            out[k] = select_rows(matches, pred, run_list, occurrence, leaf)
+    for frame, ks in by_frame.items():
+        df = matches.flagged[frame]
+        aggs: dict[str, pl.Expr] = {}
+        for k in ks:
+            pred, _runs, occurrence, _leaf = requests[k]
+            name = f"{pred.name}:{occurrence}"
+            if name not in aggs:
+                rows = pl.col(ROW).filter(pl.col(pred.name))
+                aggs[name] = (rows.min() if occurrence == "first" else rows.max()).alias(name)
+        picks = df.select("run_id", ROW, *{requests[k][0].name for k in ks}).group_by("run_id").agg(list(aggs.values()))
+        run_ids = picks.get_column("run_id").to_list()
+        chosen_by_name = {name: dict(zip(run_ids, picks.get_column(name).to_list())) for name in aggs}
+        chosen: list[list[int]] = []
+        for k in ks:
+            pred, run_list, occurrence, _leaf = requests[k]
+            per_run = chosen_by_name[f"{pred.name}:{occurrence}"]
+            chosen.append(sorted({r for r in (per_run.get(run) for run in set(run_list)) if r is not None}))
+        wanted = sorted({r for rows_k in chosen for r in rows_k})
+        keep = [c for c in df.columns if not c.startswith("__r") or c == ROW]
+        sub = df.filter(pl.col(ROW).is_in(wanted)).select(keep) if wanted else df.clear().select(keep)
+        position = {r: i for i, r in enumerate(sub.get_column(ROW).to_list())}
+        regex_cols: dict[int, str] = {}
+        exprs = []
+        for k in ks:
+            leaf = requests[k][3]
+            regex = leaf.regex if leaf is not None else None
+            if leaf is not None and regex and _group_names(regex):
+                regex_cols[k] = f"g{k}"
+                exprs.append(pl.col(leaf.column).str.extract_groups(("(?i)" if leaf.ignore_case else "") + regex)
+                             .alias(f"g{k}"))
+        groups = sub.select(exprs) if exprs and sub.height else None
+        records = sub.to_dicts()
+        for k, rows_k in zip(ks, chosen):
+            col = groups.get_column(regex_cols[k]).to_list() if groups is not None and k in regex_cols else None
+            result = []
+            for r in rows_k:
+                row = dict(records[position[r]])
+                if k in regex_cols:
+                    g = col[position[r]] if col is not None else None
+                    row["__groups"] = None if g is not None and all(v is None for v in g.values()) else g
+                result.append(row)
+            out[k] = result
+    return [rows if rows is not None else [] for rows in out]
+
+
+@functools.lru_cache(maxsize=4096)
+def _group_names(regex: str) -> tuple[str, ...]:
+    """The named groups of a rule's regex (compiled by Python's ``re`` for its group names only, never run)."""
+    return tuple(re.compile(regex).groupindex)
 
 
 # run_rows and has_rows answer from one pass over a frame of at most this many rows (kept with the frames);

@@ -61,10 +61,12 @@ def evaluate(rules: RuleSet | Iterable[Rule], frames: Frames) -> list[Finding]:
         hit_runs.setdefault(rule_id, []).append(run_id)
 
     ranked: list[Ranked] = []
-    for cr in plan.rules:
-        runs_hit = hit_runs.get(cr.rule.id)
-        if runs_hit:
-            ranked += _findings(cr, matches, frames, runs_hit)
+    hit_rules = [cr for cr in plan.rules if hit_runs.get(cr.rule.id)]
+    # the anchor rows of every rule that hit, per frame at once
+    anchors = C.select_rows_many(matches, [(cr.anchor, hit_runs[cr.rule.id], cr.rule.occurrence, cr.anchor_leaf)
+                                           for cr in hit_rules])
+    for cr, rows in zip(hit_rules, anchors):
+        ranked += _findings(cr, matches, frames, hit_runs[cr.rule.id], rows)
     from aoti_trace.ranks import attribute
 
     return attribute(rank(_drop_explained_carriers(_supersede(ranked))), frames)
@@ -129,9 +131,11 @@ def torch_versions(frames: Frames) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------- findings
 
 
-def _findings(cr: C.CompiledRule, matches: C.Matches, frames: Frames, runs_hit: list[str]) -> list[Ranked]:
+def _findings(cr: C.CompiledRule, matches: C.Matches, frames: Frames, runs_hit: list[str],
+              rows: list[dict[str, Any]] | None = None) -> list[Ranked]:
     rule, leaf = cr.rule, cr.anchor_leaf
-    rows = C.select_rows(matches, cr.anchor, runs_hit, rule.occurrence, leaf)
+    if rows is None:
+        rows = C.select_rows(matches, cr.anchor, runs_hit, rule.occurrence, leaf)
     by_run: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_run.setdefault(row["run_id"], []).append(row)
