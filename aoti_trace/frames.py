@@ -381,12 +381,22 @@ def conform(name: str, df: pl.DataFrame) -> pl.DataFrame:
     """Cast ``df`` to the schema of ``name``: add missing columns as nulls, order columns, keep extras last.
     A frame that already has that form is returned as it is."""
     target = schema(name)
-    have = df.schema
+    names = df.columns  # (names and dtypes: cheaper than building DataFrame.schema)
     n = len(target)
-    if len(have) >= n and list(have.items())[:n] == list(target.items()) and not any(c in target for c in
-                                                                                    df.columns[n:]):
+    if len(names) >= n and names[:n] == _names(name) and df.dtypes[:n] == _dtypes(name) \
+            and not any(c in target for c in names[n:]):
         return df
     return df.select(_conform_exprs(name, tuple(df.columns)))
+
+
+@functools.cache
+def _names(name: str) -> list[str]:
+    return list(schema(name))
+
+
+@functools.cache
+def _dtypes(name: str) -> list[PolarsDataType]:
+    return list(schema(name).values())
 
 
 @functools.lru_cache(maxsize=4096)

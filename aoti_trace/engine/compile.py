@@ -172,13 +172,16 @@ class Matches:
     flagged: dict[str, pl.DataFrame]  # frame -> frame with ROW and predicate columns
 
 
-def _absent(df: pl.DataFrame, pred: Pred, texts: dict[str, str], literals: dict[str, str | None]) -> bool:
+def _absent(df: pl.DataFrame, pred: Pred, texts: dict[str, str], literals: dict[str, str | None],
+            schema: pl.Schema | None = None) -> bool:
     """True when ``pred`` (a regex leaf) cannot hold on any row of ``df``: its required literal occurs in none
     of the values of its column. Its predicate (``leaf_expr(leaf).fill_null(False)``: the regex is false or null
     on every row, and so is the conjunction with the kind filter) is then false on every row, and its Rust regex
     need not be compiled or run (start-up: ~130 rules)."""
     leaf = pred.leaf
-    if leaf is None or leaf.regex is None or leaf.ignore_case or df.schema.get(leaf.column) != pl.String:
+    if leaf is None or leaf.regex is None or leaf.ignore_case:
+        return False
+    if (schema if schema is not None else df.schema).get(leaf.column) != pl.String:
         return False
     literal = literals[leaf.regex] if leaf.regex in literals else required_literal(leaf.regex)
     if literal is None:
@@ -200,7 +203,8 @@ def match(plan: Plan, frames: Frames, runs: list[str], applies: Mapping[str, lis
     for frame, preds in plan.by_frame.items():
         df = frames[frame].with_row_index(ROW)
         texts: dict[str, str] = {}
-        df = df.with_columns([(pl.lit(False) if _absent(df, p, texts, plan.literals) else p.expr).alias(p.name)
+        schema = df.schema  # (built anew by every call of DataFrame.schema)
+        df = df.with_columns([(pl.lit(False) if _absent(df, p, texts, plan.literals, schema) else p.expr).alias(p.name)
                               for p in preds])
         flagged[frame] = df
         agg = df.group_by("run_id").agg([pl.col(p.name).any() for p in preds])
