@@ -129,6 +129,10 @@ class Plan:
     rules: list[CompiledRule]
     by_frame: dict[str, list[Pred]]
     literals: dict[str, str | None] = field(default_factory=dict)  # regex -> required literal (engine.literal)
+    # per rule: its truth over the per-run table, null as false, named by the rule id (built once: see match)
+    truths: list[pl.Expr] = field(default_factory=list)
+    # per frame: each predicate's "any row per run" aggregation (built once)
+    anys: dict[str, list[pl.Expr]] = field(default_factory=dict)
 
 
 def compile_rules(rules: list[Rule], literals: dict[str, str | None] | None = None) -> Plan:
@@ -207,16 +211,22 @@ def match(plan: Plan, frames: Frames, runs: list[str], applies: Mapping[str, lis
         df = df.with_columns([(pl.lit(False) if _absent(df, p, texts, plan.literals, schema) else p.expr).alias(p.name)
                               for p in preds])
         flagged[frame] = df
-        agg = df.group_by("run_id").agg([pl.col(p.name).any() for p in preds])
+        if frame not in plan.anys:
+            plan.anys[frame] = [pl.col(p.name).any() for p in preds]
+        agg = df.group_by("run_id").agg(plan.anys[frame])
         per_run = per_run.join(agg, on="run_id", how="left", coalesce=True)
     per_run = per_run.with_columns(pl.exclude("run_id").fill_null(False))
+    if len(plan.truths) != len(plan.rules):
+        plan.truths = [cr.truth.fill_null(False).alias(cr.rule.id) for cr in plan.rules]
     cols = []
-    for cr in plan.rules:
-        truth = cr.truth
+    n_runs = len(set(runs))
+    for cr, whole in zip(plan.rules, plan.truths):
         only = applies.get(cr.rule.id)
-        if only is not None:
-            truth = truth & pl.col("run_id").is_in(only)
-        cols.append(truth.fill_null(False).alias(cr.rule.id))
+        # a rule that applies to every run (its torch range holds for all of them, or it has none) needs no filter
+        if only is not None and len(set(only)) < n_runs:
+            cols.append((cr.truth & pl.col("run_id").is_in(only)).fill_null(False).alias(cr.rule.id))
+        else:
+            cols.append(whole)
     hits = (
         per_run.select("run_id", *cols)
         .unpivot(index="run_id", variable_name="rule_id", value_name="hit")
