@@ -31,7 +31,8 @@ def build_frames(runs: list[RunInputs], *, this_host: bool = False, processes: i
     point at (generated code, chromium events, the user's source) are derived on
     first use (:func:`derive_file_frames`). Each frame is concatenated once at the end (appending input by input costs time quadratic in the number of
     inputs); the trace files are read in parallel when there are many (:mod:`aoti_trace.ingest.parallel`), on ``processes``
-    worker processes (default: one per core; ``1``: in this process).
+    worker processes (default: one per core; ``1``: in this process); the lines of all captured streams are
+    classified in one pass (:func:`aoti_trace.ingest.text.reader.read_streams`).
     """
     from aoti_trace.ingest import divergence, process
     from aoti_trace.ingest.text import failure, reader as text
@@ -40,6 +41,10 @@ def build_frames(runs: list[RunInputs], *, this_host: bool = False, processes: i
     frames = _Parts()
     traces = read_traces([(run.trace_files, run.run_id) for run in runs if run.trace_files and not run.is_empty()],
                          processes)
+    # every captured stream at once: their lines are classified in one pass (aoti_trace.ingest.text.read_streams)
+    streams = iter(text.read_streams([(path, stream, run.run_id) for run in runs if not run.is_empty()
+                                      for stream, paths in (("stderr", run.stderr), ("stdout", run.stdout))
+                                      for path in paths]))
     for run in runs:
         if run.skipped:  # found by discovery but not read: a FIFO, an unreadable file, a link out of the folder
             frames.add("damage", pl.DataFrame([
@@ -55,9 +60,9 @@ def build_frames(runs: list[RunInputs], *, this_host: bool = False, processes: i
             continue
         if run.trace_files:
             frames.merge(next(traces))
-        for stream, paths in (("stderr", run.stderr), ("stdout", run.stdout)):
-            for path in paths:
-                frames.merge(text.read_stream(path, stream, run.run_id))
+        for paths in (run.stderr, run.stdout):
+            for _ in paths:
+                frames.merge(next(streams))
         frames.merge(process.read_process(run))
         if run.packages:
             from aoti_trace.ingest.package import reader as package  # only when there is a package (a costly import)

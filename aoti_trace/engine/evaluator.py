@@ -61,10 +61,12 @@ def evaluate(rules: RuleSet | Iterable[Rule], frames: Frames) -> list[Finding]:
         hit_runs.setdefault(rule_id, []).append(run_id)
 
     ranked: list[Ranked] = []
-    for cr in plan.rules:
-        runs_hit = hit_runs.get(cr.rule.id)
-        if runs_hit:
-            ranked += _findings(cr, matches, frames, runs_hit)
+    hit_rules = [cr for cr in plan.rules if hit_runs.get(cr.rule.id)]
+    # the anchor rows of every rule that hit, per frame at once
+    anchors = query.select_rows_many(matches, [(cr.anchor, hit_runs[cr.rule.id], cr.rule.occurrence, cr.anchor_leaf)
+                                           for cr in hit_rules])
+    for cr, rows in zip(hit_rules, anchors):
+        ranked += _findings(cr, matches, frames, hit_runs[cr.rule.id], rows)
     from aoti_trace.engine.attribution import attribute
 
     return attribute(rank(_drop_explained_carriers(_supersede(ranked))), frames)
@@ -129,21 +131,40 @@ def torch_versions(frames: Frames) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------- findings
 
 
-def _findings(cr: query.CompiledRule, matches: query.Matches, frames: Frames, runs_hit: list[str]) -> list[Ranked]:
+def _findings(cr: query.CompiledRule, matches: query.Matches, frames: Frames, runs_hit: list[str],
+              rows: list[dict[str, Any]] | None = None) -> list[Ranked]:
     rule, leaf = cr.rule, cr.anchor_leaf
-    rows = query.select_rows(matches, cr.anchor, runs_hit, rule.occurrence, leaf)
+    if rows is None:
+        rows = query.select_rows(matches, cr.anchor, runs_hit, rule.occurrence, leaf)
     by_run: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_run.setdefault(row["run_id"], []).append(row)
     out: list[Ranked] = []
+    last_rows = _LastRows(matches, runs_hit)
     for run_id in runs_hit:
         anchors: list[tuple[query.Pred, Leaf | None, dict[str, Any]]] = [(cr.anchor, leaf, row)
                                                                      for row in by_run.get(run_id, [])]
         if not anchors:  # the anchor sat in an `any` branch that did not hit: use the first positive row instead
             anchors = _fallback_anchor(cr, matches, run_id)
         for pred, aleaf, row in anchors:
-            out.append(_finding(cr, matches, frames, run_id, pred, aleaf, row))
+            out.append(_finding(cr, matches, frames, run_id, pred, aleaf, row, last_rows))
     return out
+
+
+class _LastRows:
+    """The last row where a predicate holds, per run of the rule's hit runs: one query per predicate for all of
+    them (what ``query.select_rows(matches, pred, [run_id], "last")`` gives for each run)."""
+
+    def __init__(self, matches: query.Matches, runs_hit: list[str]) -> None:
+        self.matches, self.runs_hit = matches, runs_hit
+        self.by_pred: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def get(self, pred: query.Pred, run_id: str) -> list[dict[str, Any]]:
+        rows = self.by_pred.get(pred.name)
+        if rows is None:
+            rows = self.by_pred[pred.name] = {r["run_id"]: r for r in query.select_rows(self.matches, pred, self.runs_hit, "last")}
+        row = rows.get(run_id)
+        return [dict(row)] if row is not None else []
 
 
 def _fallback_anchor(cr: query.CompiledRule, matches: query.Matches, run_id: str) -> list[tuple[query.Pred, Leaf | None, dict[str, Any]]]:
@@ -155,7 +176,8 @@ def _fallback_anchor(cr: query.CompiledRule, matches: query.Matches, run_id: str
 
 
 def _finding(
-    cr: query.CompiledRule, matches: query.Matches, frames: Frames, run_id: str, pred: query.Pred, leaf: Leaf | None, row: dict[str, Any]
+    cr: query.CompiledRule, matches: query.Matches, frames: Frames, run_id: str, pred: query.Pred, leaf: Leaf | None,
+    row: dict[str, Any], last_rows: _LastRows | None = None,
 ) -> Ranked:
     rule = cr.rule
     fields = _extract(rule, row)
@@ -169,7 +191,7 @@ def _finding(
             break
         if other is pred:
             continue
-        hits = query.select_rows(matches, other, [run_id], "last")
+        hits = last_rows.get(other, run_id) if last_rows is not None else query.select_rows(matches, other, [run_id], "last")
         if hits and (other.frame, hits[0].get(query.ROW)) not in seen:
             evidence.append(evidence_of(other.frame, hits[0], other.leaf))
             seen.add((other.frame, hits[0].get(query.ROW)))
@@ -205,10 +227,18 @@ def _with_message_lines(ev: Evidence, frames: Frames, run_id: str) -> Evidence:
     excs = frames["exceptions"]
     if excs.height == 0:
         return ev
-    hit = excs.filter((pl.col("run_id") == run_id) & (pl.col("path") == ev.path) & (pl.col("lineno") == ev.line))
-    if hit.height == 0:
-        return ev
-    more = [ln for ln in (hit.get_column("message")[0] or "").splitlines()[1:] if ln.strip()][:MESSAGE_LINES - 1]
+    if excs.height > query.INDEX_MAX_ROWS:
+        found = excs.filter((pl.col("run_id") == run_id) & (pl.col("path") == ev.path) & (pl.col("lineno") == ev.line))
+        message = found.get_column("message")[0] if found.height else None
+        if found.height == 0:
+            return ev
+    else:
+        hit = next((r for r in _exceptions_by_file(frames, excs).get((run_id, ev.path), ()) if r["lineno"] == ev.line),
+                   None)
+        if hit is None:
+            return ev
+        message = hit["message"]
+    more = [ln for ln in (message or "").splitlines()[1:] if ln.strip()][:MESSAGE_LINES - 1]
     if not more:
         return ev
     return ev.model_copy(update={"text": "\n".join([ev.text, *more])[:MAX_EVIDENCE_TEXT]})
@@ -223,11 +253,29 @@ def _enclosing_exception(frames: Frames, run_id: str, row: dict[str, Any]) -> di
     excs = frames["exceptions"]
     if excs.height == 0:
         return None
-    before = excs.filter((pl.col("run_id") == run_id) & (pl.col("path") == path) & (pl.col("lineno") < lineno)
-                         & pl.col("message").str.contains(text[:200], literal=True))
-    if before.height == 0:
+    if excs.height > query.INDEX_MAX_ROWS:
+        found = excs.filter((pl.col("run_id") == run_id) & (pl.col("path") == path) & (pl.col("lineno") < lineno)
+                            & pl.col("message").str.contains(text[:200], literal=True))
+        return found.sort("lineno").row(-1, named=True) if found.height else None
+    if not isinstance(path, str):
         return None
-    return before.sort("lineno").row(-1, named=True)
+    needle = text[:200]
+    before = [r for r in _exceptions_by_file(frames, excs).get((run_id, path), ())
+              if r["lineno"] is not None and r["lineno"] < lineno and r["message"] is not None and needle in r["message"]]
+    if not before:
+        return None
+    last = max(r["lineno"] for r in before)  # the latest such exception (the last of a stable sort by lineno)
+    return dict([r for r in before if r["lineno"] == last][-1])
+
+
+def _exceptions_by_file(frames: Frames, excs: pl.DataFrame) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """The rows of the ``exceptions`` frame per (run, path), in frame order (built once per set of frames)."""
+    def build() -> dict[tuple[str, str], list[dict[str, Any]]]:
+        out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for r in excs.to_dicts():
+            out.setdefault((r["run_id"], r["path"]), []).append(r)
+        return out
+    return frames.index("exceptions_by_file", excs, build)
 
 
 def _extract(rule: Rule, row: dict[str, Any]) -> dict[str, str]:

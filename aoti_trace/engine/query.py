@@ -9,6 +9,7 @@ Only for the rules that hit are the anchor rows looked up again, with ``extract_
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from collections.abc import Mapping
@@ -128,6 +129,10 @@ class Plan:
     rules: list[CompiledRule]
     by_frame: dict[str, list[Pred]]
     literals: dict[str, str | None] = field(default_factory=dict)  # regex -> required literal (engine.literal)
+    # per rule: its truth over the per-run table, null as false, named by the rule id (built once: see match)
+    truths: list[pl.Expr] = field(default_factory=list)
+    # per frame: each predicate's "any row per run" aggregation (built once)
+    anys: dict[str, list[pl.Expr]] = field(default_factory=dict)
 
 
 def compile_rules(rules: list[Rule], literals: dict[str, str | None] | None = None) -> Plan:
@@ -154,9 +159,20 @@ def mark_noise(lines: pl.DataFrame, patterns: list[str]) -> pl.DataFrame:
 
 
 def run_ids(frames: Frames) -> list[str]:
-    """Every run that has at least one row in any frame, in first-seen order."""
+    """Every run that has at least one row in any frame, in first-seen order.
+
+    A derived frame (:meth:`Frames.derive`: code, generated, chromium, sources) holds rows of runs that other frames
+    have (it is read from what they point at): it is computed here only when a frame after it in :data:`SCHEMAS`
+    holds a run not seen yet, i.e. when it could place that run earlier (no rule reads these frames; computing
+    them reads files)."""
     seen: dict[str, None] = {}
-    for name in SCHEMAS:
+    names = list(SCHEMAS)
+    for at, name in enumerate(names):
+        if name in frames.derived and name not in frames.tables and frames.derived[name].value is None:
+            later = [frames[n] for n in names[at + 1:] if n not in frames.derived]
+            if all(rid in seen for df in later if df.height
+                   for rid in df.get_column("run_id").unique().to_list() if rid is not None):
+                continue
         df = frames[name]
         if df.height:
             for rid in df.get_column("run_id").unique(maintain_order=True).to_list():
@@ -171,13 +187,16 @@ class Matches:
     flagged: dict[str, pl.DataFrame]  # frame -> frame with ROW and predicate columns
 
 
-def _absent(df: pl.DataFrame, pred: Pred, texts: dict[str, str], literals: dict[str, str | None]) -> bool:
+def _absent(df: pl.DataFrame, pred: Pred, texts: dict[str, str], literals: dict[str, str | None],
+            schema: pl.Schema | None = None) -> bool:
     """True when ``pred`` (a regex leaf) cannot hold on any row of ``df``: its required literal occurs in none
     of the values of its column. Its predicate (``leaf_expr(leaf).fill_null(False)``: the regex is false or null
     on every row, and so is the conjunction with the kind filter) is then false on every row, and its Rust regex
     need not be compiled or run (start-up: ~130 rules)."""
     leaf = pred.leaf
-    if leaf is None or leaf.regex is None or leaf.ignore_case or df.schema.get(leaf.column) != pl.String:
+    if leaf is None or leaf.regex is None or leaf.ignore_case:
+        return False
+    if (schema if schema is not None else df.schema).get(leaf.column) != pl.String:
         return False
     literal = literals[leaf.regex] if leaf.regex in literals else required_literal(leaf.regex)
     if literal is None:
@@ -199,19 +218,26 @@ def match(plan: Plan, frames: Frames, runs: list[str], applies: Mapping[str, lis
     for frame, preds in plan.by_frame.items():
         df = frames[frame].with_row_index(ROW)
         texts: dict[str, str] = {}
-        df = df.with_columns([(pl.lit(False) if _absent(df, p, texts, plan.literals) else p.expr).alias(p.name)
+        schema = df.schema  # (built anew by every call of DataFrame.schema)
+        df = df.with_columns([(pl.lit(False) if _absent(df, p, texts, plan.literals, schema) else p.expr).alias(p.name)
                               for p in preds])
         flagged[frame] = df
-        agg = df.group_by("run_id").agg([pl.col(p.name).any() for p in preds])
+        if frame not in plan.anys:
+            plan.anys[frame] = [pl.col(p.name).any() for p in preds]
+        agg = df.group_by("run_id").agg(plan.anys[frame])
         per_run = per_run.join(agg, on="run_id", how="left", coalesce=True)
     per_run = per_run.with_columns(pl.exclude("run_id").fill_null(False))
+    if len(plan.truths) != len(plan.rules):
+        plan.truths = [cr.truth.fill_null(False).alias(cr.rule.id) for cr in plan.rules]
     cols = []
-    for cr in plan.rules:
-        truth = cr.truth
+    n_runs = len(set(runs))
+    for cr, whole in zip(plan.rules, plan.truths):
         only = applies.get(cr.rule.id)
-        if only is not None:
-            truth = truth & pl.col("run_id").is_in(only)
-        cols.append(truth.fill_null(False).alias(cr.rule.id))
+        # a rule that applies to every run (its torch range holds for all of them, or it has none) needs no filter
+        if only is not None and len(set(only)) < n_runs:
+            cols.append((cr.truth & pl.col("run_id").is_in(only)).fill_null(False).alias(cr.rule.id))
+        else:
+            cols.append(whole)
     hits = (
         per_run.select("run_id", *cols)
         .unpivot(index="run_id", variable_name="rule_id", value_name="hit")
@@ -230,21 +256,23 @@ def select_rows(
     """
     df = matches.flagged[pred.frame]
     hit = pl.col(pred.name) & pl.col("run_id").is_in(run_list)
+    keep = [c for c in df.columns if not c.startswith("__r") or c == ROW]
+    lf = df.lazy()
     if occurrence in ("first", "last"):
         # pick the row numbers on three columns first, then copy only those rows (a frame of millions of rows
-        # where most rows match, e.g. a stack shared by every record, is never copied whole)
+        # where most rows match, e.g. a stack shared by every record, is never copied whole); one query
         pick = pl.col(ROW).min() if occurrence == "first" else pl.col(ROW).max()
-        chosen = df.select(ROW, "run_id", pred.name).filter(hit).group_by("run_id").agg(pick).get_column(ROW)
-        df = df.filter(pl.col(ROW).is_in(chosen.implode()))
+        chosen = lf.select(ROW, "run_id", pred.name).filter(hit).group_by("run_id").agg(pick).select(ROW)
+        lf = lf.select(keep).join(chosen, on=ROW, how="semi")
     else:
-        df = df.filter(hit)
-    df = df.sort(ROW).select([c for c in df.columns if not c.startswith("__r") or c == ROW])
+        lf = lf.filter(hit).select(keep)
+    lf = lf.sort(ROW)
     regex = leaf.regex if leaf is not None else None
-    names = list(re.compile(regex).groupindex) if regex else []
+    names = list(_group_names(regex)) if regex else []
     if names and leaf is not None and regex:  # names come from the leaf's regex
         pattern = ("(?i)" if leaf.ignore_case else "") + regex
-        df = df.with_columns(pl.col(leaf.column).str.extract_groups(pattern).alias("__groups"))
-    out = df.to_dicts()
+        lf = lf.with_columns(pl.col(leaf.column).str.extract_groups(pattern).alias("__groups"))
+    out = lf.collect().to_dicts()
     for row in out:
         groups = row.get("__groups")
         if names and groups is not None and all(v is None for v in groups.values()):
@@ -252,12 +280,92 @@ def select_rows(
     return out
 
 
+def select_rows_many(
+    matches: Matches, requests: list[tuple[Pred, list[str], str, Leaf | None]]
+) -> list[list[dict[str, Any]]]:
+    """:func:`select_rows` of each ``(pred, run_list, occurrence, leaf)``, the same rows: the ``first``/``last``
+    requests on one frame are answered together (one group-by for the row numbers of all, one read of the chosen
+    rows, one select for the regex groups), so that the cost is per frame rather than per rule."""
+    out: list[list[dict[str, Any]] | None] = [None] * len(requests)
+    by_frame: dict[str, list[int]] = {}
+    for k, (pred, run_list, occurrence, leaf) in enumerate(requests):
+        if occurrence in ("first", "last"):
+            by_frame.setdefault(pred.frame, []).append(k)
+        else:
+            out[k] = select_rows(matches, pred, run_list, occurrence, leaf)
+    for frame, ks in by_frame.items():
+        df = matches.flagged[frame]
+        aggs: dict[str, pl.Expr] = {}
+        for k in ks:
+            pred, _runs, occurrence, _leaf = requests[k]
+            name = f"{pred.name}:{occurrence}"
+            if name not in aggs:
+                rows = pl.col(ROW).filter(pl.col(pred.name))
+                aggs[name] = (rows.min() if occurrence == "first" else rows.max()).alias(name)
+        picks = df.select("run_id", ROW, *{requests[k][0].name for k in ks}).group_by("run_id").agg(list(aggs.values()))
+        run_ids = picks.get_column("run_id").to_list()
+        chosen_by_name = {name: dict(zip(run_ids, picks.get_column(name).to_list())) for name in aggs}
+        chosen: list[list[int]] = []
+        for k in ks:
+            pred, run_list, occurrence, _leaf = requests[k]
+            per_run = chosen_by_name[f"{pred.name}:{occurrence}"]
+            chosen.append(sorted({r for r in (per_run.get(run) for run in set(run_list)) if r is not None}))
+        wanted = sorted({r for rows_k in chosen for r in rows_k})
+        keep = [c for c in df.columns if not c.startswith("__r") or c == ROW]
+        sub = df.filter(pl.col(ROW).is_in(wanted)).select(keep) if wanted else df.clear().select(keep)
+        position = {r: i for i, r in enumerate(sub.get_column(ROW).to_list())}
+        regex_cols: dict[int, str] = {}
+        exprs = []
+        for k in ks:
+            leaf = requests[k][3]
+            regex = leaf.regex if leaf is not None else None
+            if leaf is not None and regex and _group_names(regex):
+                regex_cols[k] = f"g{k}"
+                exprs.append(pl.col(leaf.column).str.extract_groups(("(?i)" if leaf.ignore_case else "") + regex)
+                             .alias(f"g{k}"))
+        groups = sub.select(exprs) if exprs and sub.height else None
+        records = sub.to_dicts()
+        for k, rows_k in zip(ks, chosen):
+            col = groups.get_column(regex_cols[k]).to_list() if groups is not None and k in regex_cols else None
+            result = []
+            for r in rows_k:
+                row = dict(records[position[r]])
+                if k in regex_cols:
+                    g = col[position[r]] if col is not None else None
+                    row["__groups"] = None if g is not None and all(v is None for v in g.values()) else g
+                result.append(row)
+            out[k] = result
+    return [rows if rows is not None else [] for rows in out]
+
+
+@functools.lru_cache(maxsize=4096)
+def _group_names(regex: str) -> tuple[str, ...]:
+    """The named groups of a rule's regex (compiled by Python's ``re`` for its group names only, never run)."""
+    return tuple(re.compile(regex).groupindex)
+
+
+# run_rows and has_rows answer from one pass over a frame of at most this many rows (kept with the frames);
+# a larger frame is filtered per call
+INDEX_MAX_ROWS = 20_000
+
+
 def run_rows(frames: Frames, frame: str, run_id: str, columns: list[str] | None = None) -> list[dict[str, Any]]:
     """All rows of ``frame`` for ``run_id`` as dicts (small frames: process, compiles, faults)."""
-    df = frames[frame].filter(pl.col("run_id") == run_id)
-    if columns:
-        df = df.select(columns)
-    return df.to_dicts()
+    df = frames[frame]
+    if df.height > INDEX_MAX_ROWS:
+        df = df.filter(pl.col("run_id") == run_id)
+        if columns:
+            df = df.select(columns)
+        return df.to_dicts()
+    by_run = frames.index(("run_rows", frame, tuple(columns or ())), df, lambda: _rows_by_run(df, columns))
+    return [dict(r) for r in by_run.get(run_id, ())]
+
+
+def _rows_by_run(df: pl.DataFrame, columns: list[str] | None) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for run_id, row in zip(df.get_column("run_id").to_list(), (df.select(columns) if columns else df).to_dicts()):
+        out.setdefault(run_id, []).append(row)
+    return out
 
 
 def first_per_run(frames: Frames, frame: str, column: str, where: tuple[str, list[str]] | None = None) -> dict[str, str]:
@@ -273,7 +381,9 @@ def first_per_run(frames: Frames, frame: str, column: str, where: tuple[str, lis
 
 def has_rows(frames: Frames, frame: str, run_id: str) -> bool:
     df = frames[frame]
-    return df.height > 0 and df.filter(pl.col("run_id") == run_id).height > 0
+    if df.height == 0:
+        return False
+    return run_id in frames.index(("has_rows", frame), df, lambda: set(df.get_column("run_id").unique().to_list()))
 
 
 def frame_from_rows(name: str, rows: list[dict[str, Any]]) -> pl.DataFrame:

@@ -281,13 +281,23 @@ def run_local(runs: list[RunInputs], jobs: int, rules_path: str | tuple[Any, ...
         else:
             # spawn, not fork: a forked child of a process whose Polars thread pool is running can deadlock
             ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=init_worker,
-                                     initargs=(rules_path,)) as pool:
-                futures = {pool.submit(analyse_batch, b, rules_path): i for i, b in enumerate(batches)}
-                for fut in as_completed(futures):
-                    i = futures[fut]
-                    results[i] = fut.result()
-                    advance(len(batches[i]))
+            # one Polars thread per worker (the workers already use the cores; as aoti_trace.ingest.parallel does): the
+            # workers inherit the environment (an explicit POLARS_MAX_THREADS is kept)
+            from aoti_trace.ingest.parallel import POLARS_THREADS_ENV
+
+            saved = os.environ.get(POLARS_THREADS_ENV)
+            os.environ.setdefault(POLARS_THREADS_ENV, "1")
+            try:
+                with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=init_worker,
+                                         initargs=(rules_path,)) as pool:
+                    futures = {pool.submit(analyse_batch, b, rules_path): i for i, b in enumerate(batches)}
+                    for fut in as_completed(futures):
+                        i = futures[fut]
+                        results[i] = fut.result()
+                        advance(len(batches[i]))
+            finally:
+                if saved is None:
+                    os.environ.pop(POLARS_THREADS_ENV, None)
     return [r for batch in results for r in (batch or [])]
 
 

@@ -40,12 +40,20 @@ def raw_decode(text: str, *, max_depth: int = MAX_DEPTH) -> tuple[Any, int]:
 
 
 def _checked(value: Any, text: str | bytes, max_depth: int) -> Any:
-    if isinstance(value, (dict, list)) and depth(value, max_depth) > max_depth:
+    # a value nests no deeper than the number of '[' and '{' in its text: the walk is needed only above that
+    if isinstance(value, (dict, list)) and _openers(text) > max_depth and depth(value, max_depth) > max_depth:
         raise ValueError(f"JSON nested too deeply (over {max_depth} levels)")
     raw = text if isinstance(text, str) else text.decode("utf-8", errors="replace")
     if _ESCAPED_SURROGATE.search(raw):
         value = _fix_surrogates(value)
     return value
+
+
+def _openers(text: str | bytes) -> int:
+    """The number of ``[`` and ``{`` in ``text``: a bound on the nesting depth of the JSON value it holds."""
+    if isinstance(text, str):
+        return text.count("[") + text.count("{")
+    return text.count(b"[") + text.count(b"{")
 
 
 def depth(value: Any, stop: int = MAX_DEPTH) -> int:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, Hashable, TypeVar, cast
 
 import polars as pl
 
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType
+
+T = TypeVar("T")
 
 Str, I32, I64, F64, Bool = pl.String, pl.Int32, pl.Int64, pl.Float64, pl.Boolean
 
@@ -379,12 +381,22 @@ def conform(name: str, df: pl.DataFrame) -> pl.DataFrame:
     """Cast ``df`` to the schema of ``name``: add missing columns as nulls, order columns, keep extras last.
     A frame that already has that form is returned as it is."""
     target = schema(name)
-    have = df.schema
+    names = df.columns  # (names and dtypes: cheaper than building DataFrame.schema)
     n = len(target)
-    if len(have) >= n and list(have.items())[:n] == list(target.items()) and not any(c in target for c in
-                                                                                    df.columns[n:]):
+    if len(names) >= n and names[:n] == _names(name) and df.dtypes[:n] == _dtypes(name) \
+            and not any(c in target for c in names[n:]):
         return df
     return df.select(_conform_exprs(name, tuple(df.columns)))
+
+
+@functools.cache
+def _names(name: str) -> list[str]:
+    return list(schema(name))
+
+
+@functools.cache
+def _dtypes(name: str) -> list[PolarsDataType]:
+    return list(schema(name).values())
 
 
 @functools.lru_cache(maxsize=4096)
@@ -417,6 +429,8 @@ class Frames:
 
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     derived: dict[str, Derived] = field(default_factory=dict)
+    # lookups built once from a frame (:meth:`index`): key -> (the frame it was built from, the lookup)
+    indexes: dict[Hashable, tuple[pl.DataFrame, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     def __getitem__(self, name: str) -> pl.DataFrame:
         if name not in SCHEMAS:
@@ -443,6 +457,15 @@ class Frames:
     def copy(self) -> Frames:
         """A shallow copy: the same frames, and the same derived frames (computed once for both)."""
         return Frames(dict(self.tables), dict(self.derived))
+
+    def index(self, key: Hashable, df: pl.DataFrame, build: Callable[[], T]) -> T:
+        """A lookup built from ``df`` (one of these frames) by ``build()``, once: kept under ``key`` for as long as
+        ``df`` is the frame it was built from (per-run lookups of the rule pass: one pass over a frame instead of a
+        filter per finding). The caller must not change what it gets."""
+        got = self.indexes.get(key)
+        if got is None or got[0] is not df:
+            got = self.indexes[key] = (df, build())
+        return cast(T, got[1])
 
 
 def markdown() -> str:

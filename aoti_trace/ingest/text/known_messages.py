@@ -81,13 +81,29 @@ def _matches(pieces: tuple[str, ...], message: str) -> bool:
     return True
 
 
+@lru_cache(maxsize=1)
+def _by_prefix() -> dict[int, dict[str, list[int]]]:
+    """The templates (their index in :func:`_templates`) by the text a message must start with (the first piece,
+    stripped on the left): length -> that text -> indexes. The empty text (a template that starts with a field)
+    is under length 0."""
+    out: dict[int, dict[str, list[int]]] = {}
+    for i, (pieces, _literal, _known) in enumerate(_templates()):
+        first = pieces[0].lstrip()
+        out.setdefault(len(first), {}).setdefault(first, []).append(i)
+    return out
+
+
 def lookup(message: str | None) -> KnownMessage | None:
     """The catalogued torch message that ``message`` (an exception's message, without its type) was made from."""
     if not message:
         return None
     msg = _collapse(message[:MAX_MESSAGE])
+    # only the templates whose first piece starts the message can match (:func:`_matches`), in catalogue order
+    candidates = sorted(i for n, table in _by_prefix().items() if n <= len(msg) for i in table.get(msg[:n], ()))
+    templates = _templates()
     best: tuple[int, KnownMessage] | None = None
-    for pieces, literal, known in _templates():
+    for i in candidates:
+        pieces, literal, known = templates[i]
         if (best is None or literal > best[0]) and _matches(pieces, msg):
             best = (literal, known)
     return best[1] if best else None

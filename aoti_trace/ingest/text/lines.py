@@ -443,7 +443,12 @@ def _per_line(df: pl.DataFrame, dedent: bool) -> pl.DataFrame:
                                     "text": pl.col("_raw")})
     # Logs copied from CI pages or issue threads are often indented as a whole: remove an indent shared by every
     # non-blank line (a real stderr always has column-0 lines, e.g. 'Traceback' or a glog header).
-    if dedent:
+    if dedent and "_dd" in df.columns:  # several files (classify_many): per file, in the files held whole here
+        lead = pl.col("text").str.len_chars() - pl.col("text").str.strip_chars_start(" ").str.len_chars()
+        common = pl.when(pl.col("_dd") & (pl.col("text").str.strip_chars() != "")).then(lead).min().over("_f")
+        if df.select(common.max()).item():
+            df = df.with_columns(pl.col("text").str.slice(common.fill_null(0)))
+    elif dedent:
         lead = pl.col("text").str.len_chars() - pl.col("text").str.strip_chars_start(" ").str.len_chars()
         common = df.select(lead.filter(pl.col("text").str.strip_chars() != "").min()).item()
         if common:
@@ -474,7 +479,7 @@ def _quiet(df: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
     """The per-line columns of quiet rows (``_i``, ``_raw``), in ``schema`` (see :func:`_loud_pattern`)."""
     line = {"_raw", "_t", "_rest", "text", "_msg"}
     return df.select([
-        pl.col("_i") if name == "_i" else pl.col("_raw").alias(name) if name in line
+        pl.col(name) if name in ("_i", "_f", "_g", "_dd") else pl.col("_raw").alias(name) if name in line
         else pl.lit(-1, dtype=dtype).alias(name) if name == "_rk"
         else pl.lit(False).alias(name) if dtype == pl.Boolean
         else pl.lit(None, dtype=dtype).alias(name)
@@ -497,23 +502,50 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
 
     Only loud lines (:func:`_loud_pattern`, one match per line) go through the per-line cleanup and matching; the
     quiet ones, the bulk of an ordinary log, get their known columns directly."""
-    df = pl.DataFrame({"_raw": pl.Series(lines, dtype=pl.String)})
-    if df.height == 0:
-        df = df.with_columns(pl.lit(None, dtype=pl.String).alias("_raw")).clear()
-    df = df.with_row_index("_i")
+    return classify_many([(lines, stream, run_id, path)])
+
+
+def classify_many(files: list[tuple[list[str], str, str, str]]) -> pl.DataFrame:
+    """Classify the lines of several files, each ``(lines, stream, run_id, path)``, in one pass.
+
+    With one file this is :func:`classify`. With several, the rows of every file in order, with ``_f`` (the file's
+    index in ``files``) and ``_i`` (the line's index in its file); each line is classified exactly as
+    :func:`classify` of its own file classifies it: every context (the blocks, the shared indent) is computed per
+    file, and per rank within it. The ~40 regex columns have a fixed cost per call that small files do not amortise:
+    ``aoti-trace triage`` classifies all captured streams of a batch of runs at once (:func:`aoti_trace.ingest.text.
+    read_streams`)."""
+    by_file = len(files) > 1
+    if not by_file:
+        df = pl.DataFrame({"_raw": pl.Series(files[0][0] if files else [], dtype=pl.String)})
+        if df.height == 0:
+            df = df.with_columns(pl.lit(None, dtype=pl.String).alias("_raw")).clear()
+        df = df.with_row_index("_i")
+    else:
+        sizes = pl.DataFrame({"_f": pl.Series(range(len(files)), dtype=pl.UInt32),
+                              "_n": pl.Series([len(f[0]) for f in files], dtype=pl.UInt32)})
+        sizes = sizes.with_columns((pl.col("_n").cum_sum() - pl.col("_n")).alias("_start"))
+        rows = sizes.filter(pl.col("_n") > 0).select(pl.col("_f", "_start").repeat_by("_n").explode())
+        df = pl.DataFrame({"_raw": pl.Series([ln for f in files for ln in f[0]], dtype=pl.String)}).with_row_index("_g")
+        df = df.with_columns(rows.get_column("_f"), (df.get_column("_g") - rows.get_column("_start")).alias("_i"),
+                             pl.lit(True).alias("_dd"))
+    order = "_g" if by_file else "_i"
     loud = df.get_column("_raw").str.contains(_guard("loud")) if df.height >= SPARSE_MIN_ROWS else None
     if loud is None or loud.all():
-        df = _per_line(df, dedent=True).sort("_i")
+        df = _per_line(df, dedent=True).sort(order)
     else:
+        if by_file:  # the indent shared by every line of a file: only in files whose lines are all loud
+            df = df.with_columns(loud.alias("_dd")).with_columns(pl.col("_dd").all().over("_f"))
         # a quiet line is not indented, so no indent is shared by every line
-        part = _per_line(df.filter(loud), dedent=False)
-        df = pl.concat([part, _quiet(df.filter(~loud), part.schema)]).sort("_i")
+        part = _per_line(df.filter(loud), dedent=by_file)
+        df = pl.concat([part, _quiet(df.filter(~loud), part.schema)]).sort(order)
         del part
-    # states are partitioned by rank only where the lines carry more than one (the same result, without a group-by)
+    # states are partitioned by rank only where the lines carry more than one (the same result, without a group-by);
+    # with several files, per file too
     multi = df.get_column("_rk").n_unique() > 1
+    keys = (["_f", "_rk"] if multi else ["_f"]) if by_file else ["_rk"] if multi else []
 
     def per_rank(e: pl.Expr) -> pl.Expr:
-        return e.over("_rk") if multi else e
+        return e.over(keys) if keys else e
 
     # 3. generated code echoed by TORCH_LOGS: in 2.13 every line of the record carries the glog header and the
     # artifact tag. Releases that prefixed only a record's first line print a tagged header ('Output code: ')
@@ -531,7 +563,7 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
         printer_state = pl.lit(False)
     else:
         df = df.with_columns(
-            _contains_where(df, pl.col("_i") >= first_header, PATTERNS["printer_content"]).alias("_content"))
+            _contains_where(df, pl.col(order) >= first_header, PATTERNS["printer_content"]).alias("_content"))
         prev_end = per_rank(pl.col("_msg").shift(1).str.starts_with("Requires grad: ")).fill_null(False)
         printer_state = per_rank(
             pl.when(pl.col("_printer_header")).then(True)
@@ -599,14 +631,20 @@ def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFr
         .when(c("_glog")).then(pl.lit("torch_log"))
         .otherwise(pl.lit("plain"))
     )
-    return df.with_columns(
+    if by_file:
+        facts = [pl.lit(pl.Series([f[k] for f in files], dtype=pl.String)).gather(pl.col("_f")).alias(name)
+                 for k, name in ((2, "run_id"), (1, "stream"), (3, "path"))]
+    else:
+        _lines, stream, run_id, path = files[0] if files else ([], "", "", "")
+        facts = [pl.lit(run_id, dtype=pl.String).alias("run_id"), pl.lit(stream, dtype=pl.String).alias("stream"),
+                 pl.lit(path, dtype=pl.String).alias("path")]
+    out = df.with_columns(
         kind.alias("kind"),
         *_frame_fields(df),
-        pl.lit(run_id, dtype=pl.String).alias("run_id"),
-        pl.lit(stream, dtype=pl.String).alias("stream"),
-        pl.lit(path, dtype=pl.String).alias("path"),
+        *facts,
         (pl.col("_i").cast(pl.Int64) + 1).alias("lineno"),
     )
+    return out.drop("_g", "_dd") if by_file else out
 
 
 def _frame_fields(df: pl.DataFrame) -> list[pl.Series]:

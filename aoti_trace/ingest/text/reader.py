@@ -13,13 +13,14 @@ import gzip
 import re
 import sys
 import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import polars as pl
 
 from aoti_trace.model.errors import InputError
-from aoti_trace.model.frames import Frames
+from aoti_trace.model.frames import Frames, empty
 from aoti_trace.ingest.text import lines as L
 from aoti_trace.ingest.text.asserts import device_asserts_frame
 from aoti_trace.ingest.text.faults import faults_frame
@@ -33,6 +34,39 @@ FH_LAST = re.compile(r"^(?:\[(?:rank|default)\d+\]:)?Extension modules: .*\(tota
 
 def read_stream(path: Path, stream: str, run_id: str) -> Frames:
     """Read one captured stream (``Path('-')``: standard input; ``.gz``: gzip) into frames."""
+    return read_streams([(path, stream, run_id)])[0]
+
+
+def read_streams(items: list[tuple[Path, str, str]]) -> list[Frames]:
+    """The frames of each ``(path, stream, run_id)``, as :func:`read_stream` of each gives them. The lines of all the
+    streams read whole are classified in one pass (:func:`aoti_trace.ingest.text.lines.classify_many`), which costs about
+    what one stream costs when they are small (``aoti-trace triage`` reads a batch of runs this way)."""
+    out: list[Frames | None] = [None] * len(items)
+    texts: list[tuple[int, _Text]] = []
+    for k, (path, stream, run_id) in enumerate(items):
+        got = _load(path, stream, run_id)
+        if isinstance(got, Frames):
+            out[k] = got
+        else:
+            texts.append((k, got))
+    for (k, _), frames in zip(texts, _parse([t for _, t in texts])):
+        out[k] = frames
+    return [f if f is not None else Frames() for f in out]
+
+
+@dataclass
+class _Text:
+    """A stream read whole: its bytes, and the damage found while reading them (a damaged gzip stream)."""
+
+    data: bytes
+    stream: str
+    run_id: str
+    path: str
+    damage: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _load(path: Path, stream: str, run_id: str) -> Frames | _Text:
+    """A stream's bytes, or its frames when it is read in chunks (a long file, standard input or a pipe)."""
     if stream not in STREAMS:
         raise ValueError(f"stream must be one of {STREAMS}, not {stream!r}")
     from aoti_trace.ingest.text import stream as text_stream
@@ -63,10 +97,7 @@ def read_stream(path: Path, stream: str, run_id: str) -> Frames:
             data, detail = _gunzip(data)
             if detail:
                 damage.append(_damage(run_id, str(path), None, "truncated_payload", 1, detail))
-    frames = read_text_bytes(data, stream, run_id, str(path))
-    if damage:
-        frames.add("damage", pl.DataFrame(damage))
-    return frames
+    return _Text(data, stream, run_id, str(path), damage)
 
 
 def _gunzip(data: bytes) -> tuple[bytes, str | None]:
@@ -106,27 +137,79 @@ def clipped_damage(run_id: str, path: str, lineno: int | None, count: int) -> di
 
 def read_text_bytes(data: bytes, stream: str, run_id: str, path: str = "-") -> Frames:
     """Parse captured ``stream`` text given as bytes; ``path`` is recorded in every row."""
-    text, bad_line, bad_count = decode(data)
-    lines, complete = L.split_lines(text)
-    frames = Frames()
-    damage: list[dict[str, Any]] = []
-    if bad_line is not None:
-        damage.append(_damage(run_id, path, bad_line, "bad_utf8", bad_count,
-                              f"{bad_count} invalid UTF-8 sequence(s), replaced by U+FFFD; first on line {bad_line}"))
-    if not complete and not FH_LAST.match(lines[-1]):
-        damage.append(_damage(run_id, path, len(lines), "cut_mid_line", 1,
-                              f"the last line has no line terminator: the {stream} capture may have been cut "
-                              f"mid-line ({len(lines[-1])} characters: {lines[-1][:80]!r})"))
-    lines, clipped, first_clipped = L.clip_long_lines(lines)
-    if clipped:
-        damage.append(clipped_damage(run_id, path, (first_clipped or 0) + 1, clipped))
-    df = L.classify(lines, stream, run_id, path)
-    frames.add("lines", L.public(df))
-    if df.height:
-        frames.add("exceptions", exceptions_frame(df))
-        frames.add("device_asserts", device_asserts_frame(df))
-        frames.add("faults", faults_frame(df))
-        frames.add("printer", printer_frame(df))
-    if damage:
-        frames.add("damage", pl.DataFrame(damage, infer_schema_length=None))
-    return frames
+    return _parse([_Text(data, stream, run_id, path)])[0]
+
+
+def _exception_rows() -> pl.Expr:
+    c = pl.col
+    return c("_tb_head") | c("_tb_cause") | c("_tb_context") | c("_in_tb") | c("_exc") | (c("_exc_owner") >= 0)
+
+
+# each assembler, and the rows without which it returns its empty frame (it is called only on files that have some)
+ASSEMBLED: tuple[tuple[str, Callable[[pl.DataFrame], pl.DataFrame], Callable[[], pl.Expr]], ...] = (
+    ("exceptions", exceptions_frame, _exception_rows),
+    ("device_asserts", device_asserts_frame, lambda: pl.col("kind") == "device_assert"),
+    ("faults", faults_frame,
+     lambda: pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | pl.col("_elsewhere")),
+    ("printer", printer_frame, lambda: pl.col("kind") == "printer"),
+)
+
+
+def _parse(texts: list[_Text]) -> list[Frames]:
+    """The frames of each text: decoded, split and checked one by one, classified all at once, then assembled per
+    text (each text's rows are a slice of the classified frame)."""
+    files: list[tuple[list[str], str, str, str]] = []
+    damages: list[list[dict[str, Any]]] = []
+    for t in texts:
+        run_id, path, stream = t.run_id, t.path, t.stream
+        text, bad_line, bad_count = decode(t.data)
+        lines, complete = L.split_lines(text)
+        damage: list[dict[str, Any]] = []
+        if bad_line is not None:
+            damage.append(_damage(run_id, path, bad_line, "bad_utf8", bad_count,
+                                  f"{bad_count} invalid UTF-8 sequence(s), replaced by U+FFFD; first on line {bad_line}"))
+        if not complete and not FH_LAST.match(lines[-1]):
+            damage.append(_damage(run_id, path, len(lines), "cut_mid_line", 1,
+                                  f"the last line has no line terminator: the {stream} capture may have been cut "
+                                  f"mid-line ({len(lines[-1])} characters: {lines[-1][:80]!r})"))
+        lines, clipped, first_clipped = L.clip_long_lines(lines)
+        if clipped:
+            damage.append(clipped_damage(run_id, path, (first_clipped or 0) + 1, clipped))
+        files.append((lines, stream, run_id, path))
+        damages.append(damage + t.damage)
+    if not files:
+        return []
+    df = L.classify_many(files)
+    public = L.public(df)
+    # the files that have rows for each assembler (the others get its empty frame, as the assembler would give)
+    if len(files) > 1 and df.height:
+        wanted = df.select(*(pl.col("_f").filter(rows()).unique().implode().alias(name)
+                             for name, _, rows in ASSEMBLED)).row(0)
+        need = [set(w) for w in wanted]
+    else:
+        need = [{0}] * len(ASSEMBLED)
+    # the exceptions of every file in one pass (most files of a failed run have some): split per file below
+    by_file: dict[int, pl.DataFrame] = {}
+    if len(files) > 1 and need[0]:
+        excs = exceptions_frame(df)
+        if "_f" in excs.columns:
+            by_file = {int(key[0]): part for key, part in
+                       excs.partition_by("_f", as_dict=True, include_key=False, maintain_order=True).items()}
+    out = []
+    start = 0
+    for k, (lines, *_rest) in enumerate(files):
+        n = len(lines)
+        frames = Frames()
+        frames.add("lines", public.slice(start, n) if len(files) > 1 else public)
+        if n:
+            part = df.slice(start, n) if len(files) > 1 else df
+            for (name, assemble, _), files_with_rows in zip(ASSEMBLED, need):
+                if name == "exceptions" and len(files) > 1:
+                    frames.add(name, by_file.get(k, empty(name)))
+                else:
+                    frames.add(name, assemble(part) if k in files_with_rows else empty(name))
+        if damages[k]:
+            frames.add("damage", pl.DataFrame(damages[k], infer_schema_length=None))
+        out.append(frames)
+        start += n
+    return out

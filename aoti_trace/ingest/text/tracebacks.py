@@ -69,15 +69,19 @@ def _prepared(df: pl.DataFrame) -> pl.DataFrame:
     3.11 marker line) in ``_code``, and the message lines after each exception line gathered in ``_more``.
     Code and message lines themselves are not walked."""
     c = pl.col
-    sel = df.select("_rk", "_i", "lineno", "_msg", "_tb_head", "_tb_cause", "_tb_context", "_tb_file", "_in_tb",
-                    "_exc", "_exc_owner", "_fr_file", "_fr_line", "_fr_func", "level", "_tb_type").filter(
+    files = "_f" in df.columns  # several files (lines.classify_many): everything per file, and per rank within it
+    sel = df.select(*(["_f", "run_id", "path"] if files else []), "_rk", "_i", "lineno", "_msg", "_tb_head",
+                    "_tb_cause", "_tb_context", "_tb_file", "_in_tb", "_exc", "_exc_owner", "_fr_file", "_fr_line",
+                    "_fr_func", "level", "_tb_type").filter(
         c("_tb_head") | c("_tb_cause") | c("_tb_context") | c("_in_tb") | c("_exc") | (c("_exc_owner") >= 0))
     if sel.height == 0:
         return sel
     multi = sel.get_column("_rk").n_unique() > 1
+    keys = (["_f", "_rk"] if multi else ["_f"]) if files else ["_rk"] if multi else []
+    at = ["_f", "_i"] if files else ["_i"]  # a line: its index in its file
 
     def per_rank(e: pl.Expr) -> pl.Expr:
-        return e.over("_rk") if multi else e
+        return e.over(keys) if keys else e
 
     reset = c("_tb_head") | c("_tb_cause") | c("_tb_context")
     frame = c("_tb_file") & ~reset & c("_fr_file").is_not_null()
@@ -91,41 +95,49 @@ def _prepared(df: pl.DataFrame) -> pl.DataFrame:
     shown = (code & (owner >= 0) & ~c("_msg").str.contains(f"^{_PY_SPACE}*$")
              & ~c("_msg").str.slice(0, MAX_LINE).str.contains(f"^{_PY_SPACE}*[\\^~]+{_PY_SPACE}*$"))
     sel = sel.with_columns(owner.alias("_owner"), shown.alias("_shown"), more.alias("_more"), walked.alias("_walk"))
-    codes = (sel.filter("_shown").group_by("_owner", maintain_order=True).agg(c("_msg").first().alias("_code"))
-             .rename({"_owner": "_i"}))
-    msgs = sel.filter("_more").group_by("_exc_owner", maintain_order=True).agg(c("_msg").alias("_more_msgs")) \
-        .rename({"_exc_owner": "_i"})
+    codes = (sel.filter("_shown").group_by([*at[:-1], "_owner"], maintain_order=True)
+             .agg(c("_msg").first().alias("_code")).rename({"_owner": "_i"}))
+    msgs = sel.filter("_more").group_by([*at[:-1], "_exc_owner"], maintain_order=True) \
+        .agg(c("_msg").alias("_more_msgs")).rename({"_exc_owner": "_i"})
     walk = sel.filter("_walk").drop("_owner", "_shown", "_more", "_walk")
     walk = walk.with_columns(c("_i").cast(pl.Int64))
-    return (walk.join(codes.with_columns(c("_i").cast(pl.Int64)), on="_i", how="left", maintain_order="left")
-            .join(msgs.with_columns(c("_i").cast(pl.Int64)), on="_i", how="left", maintain_order="left"))
+    return (walk.join(codes.with_columns(c("_i").cast(pl.Int64)), on=at, how="left", maintain_order="left")
+            .join(msgs.with_columns(c("_i").cast(pl.Int64)), on=at, how="left", maintain_order="left"))
 
 
 def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per exception; ``df`` is the output of ``classify()``."""
+    """One row per exception; ``df`` is the output of ``classify()``, or of ``classify_many()`` (several files:
+    chains are followed per file and rank, and each row keeps its file's ``_f``)."""
     if df.height == 0:
         return empty("exceptions")
+    files = "_f" in df.columns
     run_id, path = df["run_id"][0], df["path"][0]
     sel = _prepared(df)
     if sel.height == 0:
         return empty("exceptions")
     rows: list[dict[str, Any]] = []
-    by_rank: dict[int, dict[str, Any]] = {}  # per rank: current frames, open chain, pending relation, last frame line
+    # per file and rank: current frames, open chain, pending relation, last frame line
+    by_rank: dict[tuple[int, int], dict[str, Any]] = {}
 
     def cut(st: dict[str, Any]) -> None:
         """The open traceback ended without its exception line: record what it shows."""
         if st["frames"]:
-            rows.append({"run_id": run_id, "path": path, "lineno": st["last_lineno"], "chain": 0, "chained_by": None,
+            rows.append({"run_id": st["run_id"], "path": st["path"], **({"_f": st["f"]} if files else {}),
+                         "lineno": st["last_lineno"], "chain": 0, "chained_by": None,
                          "is_final": True, "complete": False, "exc_type": st.get("tb_type"), "_msg": [""],
                          "level": st["level"], "frames": len(st["frames"]), **innermost(st["frames"])})
         st["frames"] = []
 
-    walked = sel.select("_rk", "lineno", "_msg", "_tb_head", "_tb_cause", "_tb_context", "_tb_file", "_exc",
+    n = sel.height
+    walked = sel.select(pl.col("_f") if files else pl.repeat(0, n, dtype=pl.UInt32).alias("_f"),
+                        pl.col("run_id") if files else pl.repeat(run_id, n, dtype=pl.String).alias("run_id"),
+                        pl.col("path") if files else pl.repeat(path, n, dtype=pl.String).alias("path"),
+                        "_rk", "lineno", "_msg", "_tb_head", "_tb_cause", "_tb_context", "_tb_file", "_exc",
                         "_fr_file", "_fr_line", "_fr_func", "level", "_tb_type", "_code", "_more_msgs")
-    for (rk, lineno, msg, head, cause, context, tbf, exc, fr_file, fr_line, fr_func, level, tb_type, code,
-         more) in walked.iter_rows():
-        st = by_rank.setdefault(rk, {"frames": [], "chain": None, "pending": None, "last_lineno": None,
-                                     "level": None})
+    for (f, run_id, path, rk, lineno, msg, head, cause, context, tbf, exc, fr_file, fr_line, fr_func, level, tb_type,
+         code, more) in walked.iter_rows():
+        st = by_rank.setdefault((f, rk), {"frames": [], "chain": None, "pending": None, "last_lineno": None,
+                                          "level": None, "f": f, "run_id": run_id, "path": path})
         if head:
             cut(st)
             st["level"] = level
@@ -150,7 +162,8 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
             else:
                 chain = st["chain"] = []
             row = {
-                "run_id": run_id, "path": path, "lineno": lineno, "chain": len(chain), "chained_by": None,
+                "run_id": run_id, "path": path, **({"_f": f} if files else {}), "lineno": lineno, "chain": len(chain),
+                "chained_by": None,
                 "is_final": True, "complete": True, "exc_type": m["type"] if m else msg[:MAX_LINE],
                 "_msg": [m["msg"] or ""] if m else [""], "level": level if level is not None else st["level"],
                 "frames": len(st["frames"]), **innermost(st["frames"]),
@@ -172,5 +185,5 @@ def exceptions_frame(df: pl.DataFrame) -> pl.DataFrame:
         row["message"] = "\n".join(p.rstrip() for p in parts) if row["complete"] else None
     if not rows:
         return empty("exceptions")
-    rows.sort(key=lambda r: r["lineno"] or 0)
+    rows.sort(key=(lambda r: (r["_f"], r["lineno"] or 0)) if files else (lambda r: r["lineno"] or 0))
     return conform("exceptions", pl.DataFrame(rows, infer_schema_length=None))
