@@ -133,6 +133,18 @@ def test_text_failure_signals(line):
     assert failure(line + "\n") is not None
 
 
+def test_evidence_cites_a_rewritten_line_as_the_log_wrote_it(tmp_path):
+    # ingest reads "<class 'T'>: m" as "T: m" (torch.onnx's exception summary); the evidence is the log's own line
+    # (fixtures/public/blind13/kokoro_onnx_export_3_...)
+    line = ("<class 'torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode'>: Could not guard on "
+            "data-dependent expression Ne(u0, 12) (unhinted: Ne(u0, s70)).")
+    log = tmp_path / "stderr.txt"
+    log.write_text(line + "\n")
+    a = analyze([], stderr=log)
+    assert a.primary is not None and a.primary.evidence[0].text.startswith(line)
+    assert failure(line + "\n")["text"] == line
+
+
 # ---------------------------------------------------------------------------------------------- the phase
 
 

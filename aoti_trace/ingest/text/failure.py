@@ -139,7 +139,10 @@ def failures_frame(frames: Frames, catalogue: bool = True) -> pl.DataFrame:
             found = found.with_columns(pl.lit(None, dtype=pl.String).alias(name))
     if lines.height:  # the log line as written, for evidence
         line = pl.col("_line")
-        raw = pl.concat_str([pl.col("prefix").fill_null(""), pl.col("text")])  # the line as written
+        # the line as written: its decoration and message, or the log's own line where ingest rewrote the message
+        # ("<class 'T'>: m", IPython's traceback lines)
+        raw = (pl.when(pl.col("raw").str.contains(pl.col("text"), literal=True).fill_null(True))
+               .then(pl.concat_str([pl.col("prefix").fill_null(""), pl.col("text")])).otherwise(pl.col("raw")))
         found = (found.join(lines.select("run_id", "path", "lineno", raw.alias("_line")),
                             on=["run_id", "path", "lineno"], how="left", nulls_equal=False)
                  .with_columns(pl.coalesce(
