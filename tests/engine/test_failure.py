@@ -128,6 +128,9 @@ def test_logged_warning_traceback_is_not_failure_evidence():
     "KSampler backend='inductor' raised: FileNotFoundError: [Errno 2] No such file or directory: 'C:\\x.tmp'",
     # a test report table row whose last cell is the exception (fixtures/public/blind12/torch_xpu_ops_2662_...)
     "test/nn/test_mha.py | TestMHA | test_fast_path_xpu | torch._inductor.exc.InductorError: RuntimeError: boom",
+    # Triton's MLIR diagnostics on a kernel's source (fixtures/public/blind13/nequip_les_11_...)
+    "/tmp/torchinductor_u/tt/cabc.py:56:26: error: operand #0 does not dominate this use",
+    'loc("/x/fwd_kernel.py":262:24): error: operand #0 does not dominate this use',
 ])
 def test_text_failure_signals(line):
     assert failure(line + "\n") is not None

@@ -182,6 +182,9 @@ PATTERNS: dict[str, str] = {
         # MSVC and its linker ('x.cpp(12): error C2065: ...', 'x.obj : error LNK2019: ...', 'LINK : fatal error LNK1104')
         r"|^\S.*?\(\d+(?:,\d+)?\) ?: (?:fatal )?error C\d+: |^\S.*? : (?:fatal )?error LNK\d+: "
         r"|(?:^|\W)undefined reference to `|^(?:fatal )?error: "
+        # Triton's MLIR diagnostics on a kernel's Python source, with a column ('/tmp/torchinductor_u/tt/c.py:56:26:
+        # error: operand #0 does not dominate this use', 'loc("/x/fwd_kernel.py":262:24): error: ...')
+        r'|^\S+\.py:\d+:\d+: error: |^loc\("[^"]+":\d+:\d+\): error: '
     ),
     "warning": r"^\S.*?:\d+: [A-Z]\w*Warning: |^\[WARNING\] |^Warning: |^UserWarning: ",
     # benign lines (aoti-signatures.md §1.6): context, never the diagnosis
