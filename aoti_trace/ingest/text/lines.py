@@ -140,6 +140,12 @@ PATTERNS: dict[str, str] = {
                      # a test report table's row whose cell is the exception ('test_x.py | TestX | test_y |
                      # torch._inductor.exc.InductorError: RuntimeError: ...')
                      r"|\S \| (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception): \S"),
+    # a program's own report, on a line of its own, that it cannot read a file it was given (llama2.c-style runners:
+    # 'couldn't load /x/tokenizer.model', then exit(1)); a path with a folder, optionally followed by the reason
+    "file_unreadable": (
+        r"(?i)^(?:couldn't|could not|cannot|can't|unable to|failed to) (?:load|open|read) ['\"]?"
+        r"(?:[a-z]:)?[^\s'\"]*[\\/][^\s'\"]+['\"]?(?:[:,] .*)?$"
+    ),
     # ExecuTorch's ET_CHECK failing (it aborts the process): 'In function CheckOk(), assert failed: hasValue_'
     "et_check": r"^In function \w+\(\), assert failed",
     # a CI runner's closing line for a failed step (GitHub Actions): an exit status, not the error itself
