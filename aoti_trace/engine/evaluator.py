@@ -340,6 +340,9 @@ def evidence_of(frame: str, row: dict[str, Any], leaf: Leaf | None) -> Evidence:
     text: str
     if frame == "lines":  # the line as written: its decoration (timestamp, CI or log header) and the message
         text = str(row.get("prefix") or "") + str(row.get("text") or "")
+        raw = row.get("raw")
+        if isinstance(raw, str) and str(row.get("text") or "") not in raw:
+            text = raw  # ingest rewrote the message ("<class 'T'>: m", IPython's traceback lines): cite the log's own
     elif frame == "exceptions":
         line = matching_line(row.get("message"), own)
         text = f"{row.get('exc_type')}: {line}" if row.get("exc_type") else line

@@ -112,6 +112,15 @@ def test_decorated_exception_lines_are_read_as_exceptions(text, what):
     assert failure(text)["what"] == what
 
 
+@pytest.mark.parametrize("line", [
+    # no path: a library's warning about an optional part (transformers)
+    "Could not load the custom kernel for multi-scale deformable attention: No module named 'MultiScaleDeformableAttention'",
+    "Unable to read the config, using defaults from /etc/app.conf",  # words after the path: not a bare report
+])
+def test_lines_that_only_mention_unreadable_files_are_not_failures(line):
+    assert failure(line + "\n") is None
+
+
 def test_logged_warning_traceback_is_not_failure_evidence():
     text = ("W1201 03:22:40.270000 1 torch/_inductor/select_algorithm.py:12] Traceback (most recent call last):\n"
             'W1201 03:22:40.270000 1 torch/_inductor/select_algorithm.py:12]   File "a.py", line 1, in f\n'
@@ -128,9 +137,27 @@ def test_logged_warning_traceback_is_not_failure_evidence():
     "KSampler backend='inductor' raised: FileNotFoundError: [Errno 2] No such file or directory: 'C:\\x.tmp'",
     # a test report table row whose last cell is the exception (fixtures/public/blind12/torch_xpu_ops_2662_...)
     "test/nn/test_mha.py | TestMHA | test_fast_path_xpu | torch._inductor.exc.InductorError: RuntimeError: boom",
+    # Triton's MLIR diagnostics on a kernel's source (fixtures/public/blind13/nequip_les_11_...)
+    "/tmp/torchinductor_u/tt/cabc.py:56:26: error: operand #0 does not dominate this use",
+    'loc("/x/fwd_kernel.py":262:24): error: operand #0 does not dominate this use',
+    # a runner's own line that it cannot read a file it was given (fixtures/public/blind13/torchchat_854_...)
+    "couldn't load /Users/a/.torchchat/model-cache/tokenizer.model",
+    "Could not open 'C:\\models\\llama3.pte': No such file or directory",
 ])
 def test_text_failure_signals(line):
     assert failure(line + "\n") is not None
+
+
+def test_evidence_cites_a_rewritten_line_as_the_log_wrote_it(tmp_path):
+    # ingest reads "<class 'T'>: m" as "T: m" (torch.onnx's exception summary); the evidence is the log's own line
+    # (fixtures/public/blind13/kokoro_onnx_export_3_...)
+    line = ("<class 'torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode'>: Could not guard on "
+            "data-dependent expression Ne(u0, 12) (unhinted: Ne(u0, s70)).")
+    log = tmp_path / "stderr.txt"
+    log.write_text(line + "\n")
+    a = analyze([], stderr=log)
+    assert a.primary is not None and a.primary.evidence[0].text.startswith(line)
+    assert failure(line + "\n")["text"] == line
 
 
 # ---------------------------------------------------------------------------------------------- the phase

@@ -97,13 +97,14 @@ def failures_frame(frames: Frames, catalogue: bool = True) -> pl.DataFrame:
     ci_exit = _first_match(lines, PATTERNS["ci_exit"])
     aborts = _by_run(_first_match(lines, PATTERNS["gdb_abort"]))
     # a line logged at FATAL / CRITICAL level (glog F or C, ExecuTorch, Android logcat F/), ExecuTorch's failed
-    # ET_CHECK, a build tool's error (CMake, LLVM), an application's 'Error ...: SomeError' report: the program
-    # reports that it cannot go on
+    # ET_CHECK, a build tool's error (CMake, LLVM), an application's 'Error ...: SomeError' report, a program's own
+    # line that it cannot read a file it was given: the program reports that it cannot go on
     fatal_logs = _by_run(
         lines.filter((pl.col("level").is_in(FATAL_LEVELS) & (pl.col("text").str.strip_chars() != ""))
                      | pl.col("text").str.contains(PATTERNS["et_check"])
                      | pl.col("text").str.contains(PATTERNS["tool_error"])
-                     | pl.col("text").str.contains(PATTERNS["error_report"]))
+                     | pl.col("text").str.contains(PATTERNS["error_report"])
+                     | ((pl.col("kind") == "plain") & pl.col("text").str.contains(PATTERNS["file_unreadable"])))
         .group_by("run_id", maintain_order=True).agg(pl.col("path", "lineno", "text", "src").first())
     ) if lines.height else {}
     worded = _by_run(_last_worded_before(lines, ci_exit))
@@ -139,7 +140,10 @@ def failures_frame(frames: Frames, catalogue: bool = True) -> pl.DataFrame:
             found = found.with_columns(pl.lit(None, dtype=pl.String).alias(name))
     if lines.height:  # the log line as written, for evidence
         line = pl.col("_line")
-        raw = pl.concat_str([pl.col("prefix").fill_null(""), pl.col("text")])  # the line as written
+        # the line as written: its decoration and message, or the log's own line where ingest rewrote the message
+        # ("<class 'T'>: m", IPython's traceback lines)
+        raw = (pl.when(pl.col("raw").str.contains(pl.col("text"), literal=True).fill_null(True))
+               .then(pl.concat_str([pl.col("prefix").fill_null(""), pl.col("text")])).otherwise(pl.col("raw")))
         found = (found.join(lines.select("run_id", "path", "lineno", raw.alias("_line")),
                             on=["run_id", "path", "lineno"], how="left", nulls_equal=False)
                  .with_columns(pl.coalesce(

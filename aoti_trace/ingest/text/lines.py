@@ -140,6 +140,12 @@ PATTERNS: dict[str, str] = {
                      # a test report table's row whose cell is the exception ('test_x.py | TestX | test_y |
                      # torch._inductor.exc.InductorError: RuntimeError: ...')
                      r"|\S \| (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception): \S"),
+    # a program's own report, on a line of its own, that it cannot read a file it was given (llama2.c-style runners:
+    # 'couldn't load /x/tokenizer.model', then exit(1)); a path with a folder, optionally followed by the reason
+    "file_unreadable": (
+        r"(?i)^(?:couldn't|could not|cannot|can't|unable to|failed to) (?:load|open|read) ['\"]?"
+        r"(?:[a-z]:)?[^\s'\"]*[\\/][^\s'\"]+['\"]?(?:[:,] .*)?$"
+    ),
     # ExecuTorch's ET_CHECK failing (it aborts the process): 'In function CheckOk(), assert failed: hasValue_'
     "et_check": r"^In function \w+\(\), assert failed",
     # a CI runner's closing line for a failed step (GitHub Actions): an exit status, not the error itself
@@ -182,6 +188,9 @@ PATTERNS: dict[str, str] = {
         # MSVC and its linker ('x.cpp(12): error C2065: ...', 'x.obj : error LNK2019: ...', 'LINK : fatal error LNK1104')
         r"|^\S.*?\(\d+(?:,\d+)?\) ?: (?:fatal )?error C\d+: |^\S.*? : (?:fatal )?error LNK\d+: "
         r"|(?:^|\W)undefined reference to `|^(?:fatal )?error: "
+        # Triton's MLIR diagnostics on a kernel's Python source, with a column ('/tmp/torchinductor_u/tt/c.py:56:26:
+        # error: operand #0 does not dominate this use', 'loc("/x/fwd_kernel.py":262:24): error: ...')
+        r'|^\S+\.py:\d+:\d+: error: |^loc\("[^"]+":\d+:\d+\): error: '
     ),
     "warning": r"^\S.*?:\d+: [A-Z]\w*Warning: |^\[WARNING\] |^Warning: |^UserWarning: ",
     # benign lines (aoti-signatures.md §1.6): context, never the diagnosis
