@@ -4,7 +4,10 @@ Each command runs as a fresh interpreter, alternately, ``--repeat`` times; the b
 are printed with the 1-minute load average before and after. The rule cache is warmed by one untimed run first
 (``--cold`` empties a private cache folder before every timed analyze run instead).
 
-    python bench/bench_startup.py [--case fixtures/cases/cpp_compile_error] [--repeat 5] [--cold] [--compare DIR]
+    python bench/bench_startup.py [--case fixtures/cases/cpp_compile_error | --stderr FILE] [--repeat 5] [--cold]
+                                  [--compare DIR]
+
+``--stderr FILE`` runs ``analyze --stderr FILE`` instead of ``analyze CASE`` (e.g. a 3-line traceback).
 
 ``--compare DIR`` also runs the same analyze with the checkout in DIR (e.g. ``git archive`` of an older commit),
 alternately with this one and with its own rule cache: a before/after in the same minutes, which is the only fair
@@ -37,6 +40,7 @@ def wall(cmd: list[str], env: dict[str, str], cwd: Path = REPO) -> tuple[float, 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--case", default="fixtures/cases/cpp_compile_error")
+    ap.add_argument("--stderr", type=Path, help="analyze --stderr FILE instead of the case")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--cold", action="store_true", help="empty the rule cache before every analyze run")
     ap.add_argument("--compare", type=Path, help="another checkout to run alternately (before/after)")
@@ -47,7 +51,7 @@ def main() -> None:
     exe = [sys.executable, "-m", "aoti_trace"]
     env = dict(os.environ, AOTI_TRACE_CACHE_DIR=str(cache))
     polars = [sys.executable, "-c", "import polars"]
-    analyze = [*exe, "analyze", args.case]
+    analyze = [*exe, "analyze", "--stderr", str(args.stderr.resolve())] if args.stderr else [*exe, "analyze", args.case]
     helpcmd = [*exe, "--help"]
     runs: dict[str, tuple[list[str], dict[str, str], Path]] = {
         "import polars": (polars, env, REPO), "analyze": (analyze, env, REPO), "--help": (helpcmd, env, REPO)}
@@ -67,7 +71,7 @@ def main() -> None:
     load1 = os.getloadavg()[0]
     shutil.rmtree(cache, ignore_errors=True)
     best = {k: (min(w for w, _ in v), min(c for _, c in v)) for k, v in times.items()}
-    print(f"case {args.case}; rule cache {'cold' if args.cold else 'warm'}; load avg 1 min {load0:.2f} -> {load1:.2f}")
+    print(f"case {args.stderr or args.case}; rule cache {'cold' if args.cold else 'warm'}; load avg 1 min {load0:.2f} -> {load1:.2f}")
     for k, v in times.items():
         print(f"{k:18} best {best[k][0]:.3f} s (CPU {best[k][1]:.3f} s)  all {', '.join(f'{w:.3f}' for w, _ in v)}")
     for k in runs:

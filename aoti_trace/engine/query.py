@@ -83,18 +83,63 @@ class Pred:
 
     name: str
     frame: str
-    expr: pl.Expr
+    node: Any  # the leaf, or the row-scope node
     leaf: Leaf | None  # the leaf, or None for a row-scope node
     negated: bool
+    _expr: pl.Expr | None = field(default=None, repr=False)
+
+    @property
+    def expr(self) -> pl.Expr:
+        """Its row expression, built on first use (start-up: most predicates are never computed, see
+        :func:`match`)."""
+        if self._expr is None:
+            self._expr = leaf_expr(self.node).fill_null(False) if self.leaf is not None else row_expr(self.node)
+        return self._expr
+
+
+# A rule's match tree over its predicates: ("pred", name) | ("all", [shape...]) | ("any", [shape...]) | ("not", shape)
+Shape = tuple[str, Any]
 
 
 @dataclass
 class CompiledRule:
     rule: Rule
-    truth: pl.Expr  # over the per-run table
+    shape: Shape  # the truth over the per-run table, as a tree of predicate names
     anchor: Pred  # predicate that selects anchor rows
     anchor_leaf: Leaf
     positives: list[Pred] = field(default_factory=list)  # run-scope positive predicates (evidence candidates)
+    preds: list[Pred] = field(default_factory=list)  # every predicate of the rule
+
+    @property
+    def truth(self) -> pl.Expr:
+        """The truth over the per-run table (one column per predicate)."""
+        return _shape_expr(self.shape)
+
+
+def _shape_expr(shape: Shape) -> pl.Expr:
+    op, arg = shape
+    if op == "pred":
+        return pl.col(arg)
+    if op == "all":
+        return pl.all_horizontal([_shape_expr(s) for s in arg])
+    if op == "any":
+        return pl.any_horizontal([_shape_expr(s) for s in arg])
+    return ~_shape_expr(arg)
+
+
+def _fold(shape: Shape, value: Any) -> bool | None:
+    """The constant value of ``shape`` when ``value(pred name)`` gives each predicate's (True, False or None:
+    unknown), or None when it is not constant."""
+    op, arg = shape
+    if op == "pred":
+        return value(arg)  # type: ignore[no-any-return]
+    if op == "not":
+        inner = _fold(arg, value)
+        return None if inner is None else not inner
+    parts = [_fold(s, value) for s in arg]
+    if op == "all":
+        return False if False in parts else True if all(p is True for p in parts) else None
+    return True if True in parts else False if all(p is False for p in parts) else None
 
 
 def compile_rule(rule: Rule, index: int) -> tuple[CompiledRule, list[Pred]]:
@@ -102,26 +147,25 @@ def compile_rule(rule: Rule, index: int) -> tuple[CompiledRule, list[Pred]]:
     anchor_leaf = rule.anchor_leaf()
     anchor: list[Pred] = []
 
-    def walk(node: Any, negated: bool) -> pl.Expr:
+    def walk(node: Any, negated: bool) -> Shape:
         if isinstance(node, Leaf) or getattr(node, "scope", "run") == "row":
             inner = [leaf for leaf, _ in leaves(node)]
             frame = inner[0].frame
-            expr = row_expr(node) if not isinstance(node, Leaf) else leaf_expr(node).fill_null(False)
-            pred = Pred(f"__r{index}_{len(preds)}", frame, expr, node if isinstance(node, Leaf) else None, negated)
+            pred = Pred(f"__r{index}_{len(preds)}", frame, node, node if isinstance(node, Leaf) else None, negated)
             preds.append(pred)
             if any(leaf is anchor_leaf for leaf in inner):
                 anchor.append(pred)
-            return pl.col(pred.name)
+            return ("pred", pred.name)
         if isinstance(node, All):
-            return pl.all_horizontal([walk(n, negated) for n in node.all])
+            return ("all", [walk(n, negated) for n in node.all])
         if isinstance(node, AnyOf):
-            return pl.any_horizontal([walk(n, negated) for n in node.any])
+            return ("any", [walk(n, negated) for n in node.any])
         assert isinstance(node, Not)
-        return ~walk(node.not_, not negated)
+        return ("not", walk(node.not_, not negated))
 
-    truth = walk(rule.match, False)
+    shape = walk(rule.match, False)
     positives = [p for p in preds if not p.negated and p is not anchor[0]]
-    return CompiledRule(rule, truth, anchor[0], anchor_leaf, positives), preds
+    return CompiledRule(rule, shape, anchor[0], anchor_leaf, positives, preds), preds
 
 
 @dataclass
@@ -129,10 +173,10 @@ class Plan:
     rules: list[CompiledRule]
     by_frame: dict[str, list[Pred]]
     literals: dict[str, str | None] = field(default_factory=dict)  # regex -> required literal (engine.literal)
-    # per rule: its truth over the per-run table, null as false, named by the rule id (built once: see match)
-    truths: list[pl.Expr] = field(default_factory=list)
-    # per frame: each predicate's "any row per run" aggregation (built once)
-    anys: dict[str, list[pl.Expr]] = field(default_factory=dict)
+    # rule id -> its truth over the per-run table, null as false, named by the rule id (built on first use: see match)
+    truths: dict[str, pl.Expr] = field(default_factory=dict)
+    # predicate name -> its "any row per run" aggregation (built on first use)
+    anys: dict[str, pl.Expr] = field(default_factory=dict)
 
 
 def compile_rules(rules: list[Rule], literals: dict[str, str | None] | None = None) -> Plan:
@@ -187,57 +231,105 @@ class Matches:
     flagged: dict[str, pl.DataFrame]  # frame -> frame with ROW and predicate columns
 
 
-def _absent(df: pl.DataFrame, pred: Pred, texts: dict[str, str], literals: dict[str, str | None],
-            schema: pl.Schema | None = None) -> bool:
-    """True when ``pred`` (a regex leaf) cannot hold on any row of ``df``: its required literal occurs in none
-    of the values of its column. Its predicate (``leaf_expr(leaf).fill_null(False)``: the regex is false or null
-    on every row, and so is the conjunction with the kind filter) is then false on every row, and its Rust regex
-    need not be compiled or run (start-up: ~130 rules)."""
-    leaf = pred.leaf
-    if leaf is None or leaf.regex is None or leaf.ignore_case:
+class _Texts:
+    """The values of a frame's string columns, joined, for :func:`_leaf_absent` (computed on first use)."""
+
+    def __init__(self, df: pl.DataFrame, literals: dict[str, str | None]) -> None:
+        self.df, self.schema, self.literals = df, df.schema, literals
+        self.joined: dict[str, str] = {}
+
+    def has(self, column: str, literal: str) -> bool:
+        if column not in self.joined:
+            self.joined[column] = "\n".join(self.df.get_column(column).drop_nulls().unique().to_list())
+        return literal in self.joined[column]
+
+
+def _leaf_absent(texts: _Texts, leaf: Leaf) -> bool:
+    """True when ``leaf`` cannot hold on any row of the frame: it needs a literal (the required literal of its
+    regex, or its ``contains`` text; case-sensitive leaves only) that occurs in none of the values of its column.
+    Its predicate (``leaf_expr(leaf).fill_null(False)``: false or null on every row, and so is the conjunction with
+    the kind filter) is then false on every row, and its Rust regex need not be compiled or run (start-up)."""
+    if leaf.ignore_case or texts.schema.get(leaf.column) != pl.String:
         return False
-    if (schema if schema is not None else df.schema).get(leaf.column) != pl.String:
+    if leaf.regex is not None:
+        literal = texts.literals[leaf.regex] if leaf.regex in texts.literals else required_literal(leaf.regex)
+    elif isinstance(leaf.contains, str) and leaf.contains:
+        literal = leaf.contains
+    elif isinstance(leaf.equals, str) and leaf.equals:  # an equal value contains itself
+        literal = leaf.equals
+    elif leaf.in_ and all(isinstance(v, str) and v for v in leaf.in_):
+        return not any(texts.has(leaf.column, str(v)) for v in leaf.in_)
+    else:
         return False
-    literal = literals[leaf.regex] if leaf.regex in literals else required_literal(leaf.regex)
-    if literal is None:
-        return False
-    if leaf.column not in texts:
-        texts[leaf.column] = "\n".join(df.get_column(leaf.column).drop_nulls().unique().to_list())
-    return literal not in texts[leaf.column]
+    return literal is not None and not texts.has(leaf.column, literal)
+
+
+def _absent(texts: _Texts, pred: Pred) -> bool:
+    """True when ``pred`` is false on every row of its frame: the frame has no rows (a predicate is true for a run
+    when it holds on one of its rows), or a leaf it needs is absent (:func:`_leaf_absent`; a row-scope node is
+    folded over its leaves)."""
+    if texts.df.height == 0:
+        return True
+    if pred.leaf is not None:
+        return _leaf_absent(texts, pred.leaf)
+    return _fold(_node_shape(pred.node), lambda leaf: False if _leaf_absent(texts, leaf) else None) is False
+
+
+def _node_shape(node: Any) -> Any:
+    """A row-scope node as a shape whose predicates are its leaves (for :func:`_fold`)."""
+    if isinstance(node, Leaf):
+        return ("pred", node)
+    if isinstance(node, All):
+        return ("all", [_node_shape(n) for n in node.all])
+    if isinstance(node, AnyOf):
+        return ("any", [_node_shape(n) for n in node.any])
+    return ("not", _node_shape(node.not_))
 
 
 def match(plan: Plan, frames: Frames, runs: list[str], applies: Mapping[str, list[str] | None]) -> Matches:
     """Evaluate every rule of ``plan`` over ``frames``: which rules hit which runs.
 
-    ``applies`` maps rule id to the runs the rule applies to (torch range), or None for all runs.
+    ``applies`` maps rule id to the runs the rule applies to (torch range), or None for all runs. A predicate
+    whose needed literal occurs nowhere in its frame is false on every row (:func:`_absent`); a rule whose tree is
+    then false whatever the other predicates are is not evaluated at all (it hits no run): on a small input most
+    rules are decided so, without building or running their Polars expressions.
     """
     if not runs or not plan.rules:
         return Matches([], {})
+    absent: set[str] = set()
+    for frame, preds in plan.by_frame.items():
+        texts = _Texts(frames[frame], plan.literals)
+        absent.update(p.name for p in preds if _absent(texts, p))
+    live = [cr for cr in plan.rules if _fold(cr.shape, lambda name: False if name in absent else None) is not False]
+    if not live:
+        return Matches([], {})
+    by_frame: dict[str, list[Pred]] = {}
+    for cr in live:
+        for p in cr.preds:
+            by_frame.setdefault(p.frame, []).append(p)
     per_run = pl.DataFrame({"run_id": runs}, schema={"run_id": pl.String})
     flagged: dict[str, pl.DataFrame] = {}
-    for frame, preds in plan.by_frame.items():
+    for frame, preds in by_frame.items():
         df = frames[frame].with_row_index(ROW)
-        texts: dict[str, str] = {}
-        schema = df.schema  # (built anew by every call of DataFrame.schema)
-        df = df.with_columns([(pl.lit(False) if _absent(df, p, texts, plan.literals, schema) else p.expr).alias(p.name)
-                              for p in preds])
+        df = df.with_columns([(pl.lit(False) if p.name in absent else p.expr).alias(p.name) for p in preds])
         flagged[frame] = df
-        if frame not in plan.anys:
-            plan.anys[frame] = [pl.col(p.name).any() for p in preds]
-        agg = df.group_by("run_id").agg(plan.anys[frame])
+        for p in preds:
+            if p.name not in plan.anys:
+                plan.anys[p.name] = pl.col(p.name).any()
+        agg = df.group_by("run_id").agg([plan.anys[p.name] for p in preds])
         per_run = per_run.join(agg, on="run_id", how="left", coalesce=True)
     per_run = per_run.with_columns(pl.exclude("run_id").fill_null(False))
-    if len(plan.truths) != len(plan.rules):
-        plan.truths = [cr.truth.fill_null(False).alias(cr.rule.id) for cr in plan.rules]
     cols = []
     n_runs = len(set(runs))
-    for cr, whole in zip(plan.rules, plan.truths):
+    for cr in live:
         only = applies.get(cr.rule.id)
         # a rule that applies to every run (its torch range holds for all of them, or it has none) needs no filter
         if only is not None and len(set(only)) < n_runs:
             cols.append((cr.truth & pl.col("run_id").is_in(only)).fill_null(False).alias(cr.rule.id))
         else:
-            cols.append(whole)
+            if cr.rule.id not in plan.truths:
+                plan.truths[cr.rule.id] = cr.truth.fill_null(False).alias(cr.rule.id)
+            cols.append(plan.truths[cr.rule.id])
     hits = (
         per_run.select("run_id", *cols)
         .unpivot(index="run_id", variable_name="rule_id", value_name="hit")

@@ -595,3 +595,38 @@ def test_row_scope_node_holding_the_anchor_extracts_its_captures(tmp_path):
     assert f.fields == {"name": "lin_weight", "got": "14"} and f.evidence[0].line == 2
     # the same text on a row of another kind does not satisfy the row-scope conjunction
     assert evaluate(load_rules(tmp_path), frames(lines=[{"stream": "stderr", "text": text, "kind": "plain"}])) == []
+
+
+# ---------------------------------------------------------------------------------------------- skipping rules early
+
+
+@pytest.mark.parametrize("case", ["cpp_compile_error", "cuda_illegal_memory_access", "export_numpy_in_forward",
+                                  "noisy_success", "two_rank_one_fails", "cuda_printer_level2", "corrupt_package"])
+def test_rules_decided_by_absent_literals_give_the_same_findings(case, monkeypatch):
+    """query.match leaves out predicates on empty frames or whose literal occurs nowhere, and every rule whose tree
+    is then false: the findings equal those of evaluating every predicate of every rule."""
+    from aoti_trace.engine import query
+    from aoti_trace.pipeline import analyze
+
+    def dump(findings):
+        return [f.to_json() for f in findings]
+
+    fast = dump(analyze([Path(__file__).parents[2] / "fixtures" / "cases" / case]).findings)
+    monkeypatch.setattr(query, "_absent", lambda texts, pred: False)
+    rules = load_rules()
+    rules._plan_cache = None  # type: ignore[attr-defined]  # a fresh plan
+    slow = dump(analyze([Path(__file__).parents[2] / "fixtures" / "cases" / case], rules_path=rules).findings)
+    assert fast == slow
+
+
+def test_fold_is_three_valued():
+    from aoti_trace.engine.query import _fold
+
+    value = {"a": False, "b": None, "c": True}.get
+    assert _fold(("all", [("pred", "a"), ("pred", "b")]), value) is False
+    assert _fold(("all", [("pred", "c"), ("pred", "b")]), value) is None
+    assert _fold(("any", [("pred", "a"), ("pred", "b")]), value) is None
+    assert _fold(("any", [("pred", "a"), ("pred", "c")]), value) is True
+    assert _fold(("not", ("pred", "a")), value) is True
+    assert _fold(("not", ("pred", "b")), value) is None
+    assert _fold(("all", [("not", ("pred", "c")), ("pred", "b")]), value) is False
