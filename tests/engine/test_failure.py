@@ -121,6 +121,11 @@ def test_lines_that_only_mention_unreadable_files_are_not_failures(line):
     assert failure(line + "\n") is None
 
 
+def test_compiler_notes_without_an_error_are_not_failures():
+    # a note that g++ also prints beside warnings (the other candidates of a call that did compile) is not one
+    assert failure("/tmp/x.cpp:5:3: note: candidate: 'void f(int)'\n") is None
+
+
 def test_logged_warning_traceback_is_not_failure_evidence():
     text = ("W1201 03:22:40.270000 1 torch/_inductor/select_algorithm.py:12] Traceback (most recent call last):\n"
             'W1201 03:22:40.270000 1 torch/_inductor/select_algorithm.py:12]   File "a.py", line 1, in f\n'
@@ -143,6 +148,10 @@ def test_logged_warning_traceback_is_not_failure_evidence():
     # a runner's own line that it cannot read a file it was given (fixtures/public/blind13/torchchat_854_...)
     "couldn't load /Users/a/.torchchat/model-cache/tokenizer.model",
     "Could not open 'C:\\models\\llama3.pte': No such file or directory",
+    # g++'s notes under a 'no matching function' error that the paste cut (fixtures/public/blind14/pytorch_143568_...)
+    "/tmp/torchinductor_u/2r/c2r.h:396:110: note:   no known conversion for argument 2 from 'VecMask<float, 1>' to "
+    "'VectorizedN<bool, 1>'",
+    "/tmp/torchinductor_u/hj/chj.cpp:23:44: note:   candidate expects 4 arguments, 3 provided",
 ])
 def test_text_failure_signals(line):
     assert failure(line + "\n") is not None

@@ -191,6 +191,10 @@ PATTERNS: dict[str, str] = {
         # Triton's MLIR diagnostics on a kernel's Python source, with a column ('/tmp/torchinductor_u/tt/c.py:56:26:
         # error: operand #0 does not dominate this use', 'loc("/x/fwd_kernel.py":262:24): error: ...')
         r'|^\S+\.py:\d+:\d+: error: |^loc\("[^"]+":\d+:\d+\): error: '
+        # g++'s notes of a failed overload resolution, printed only under a 'no matching function' error: the error
+        # itself may be cut from a pasted log ('x.h:396:110: note:   no known conversion for argument 2 from ...')
+        r"|^\S+\.(?:cpp|cc|cxx|c|h|hpp|cu|cuh):\d+(?::\d+)?: note: +(?:no known conversion for argument \d+ from "
+        r"|candidate expects \d+ arguments?, \d+ provided)"
     ),
     "warning": r"^\S.*?:\d+: [A-Z]\w*Warning: |^\[WARNING\] |^Warning: |^UserWarning: ",
     # benign lines (aoti-signatures.md §1.6): context, never the diagnosis
