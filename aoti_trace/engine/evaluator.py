@@ -47,7 +47,7 @@ def evaluate(rules: RuleSet | Iterable[Rule], frames: Frames) -> list[Finding]:
         from aoti_trace.ingest.text.failure import failures_frame
 
         frames.tables["failures"] = failures_frame(frames)
-    runs = query.run_ids(frames)
+    runs = frames.run_ids()
     if not runs:
         return []
     versions = torch_versions(frames)

@@ -202,29 +202,6 @@ def mark_noise(lines: pl.DataFrame, patterns: list[str]) -> pl.DataFrame:
     return lines.with_columns(pl.when(hit).then(pl.lit("noise")).otherwise(pl.col("kind")).alias("kind"))
 
 
-def run_ids(frames: Frames) -> list[str]:
-    """Every run that has at least one row in any frame, in first-seen order.
-
-    A derived frame (:meth:`Frames.derive`: code, generated, chromium, sources) holds rows of runs that other frames
-    have (it is read from what they point at): it is computed here only when a frame after it in :data:`SCHEMAS`
-    holds a run not seen yet, i.e. when it could place that run earlier (no rule reads these frames; computing
-    them reads files)."""
-    seen: dict[str, None] = {}
-    names = list(SCHEMAS)
-    for at, name in enumerate(names):
-        if name in frames.derived and name not in frames.tables and frames.derived[name].value is None:
-            later = [frames[n] for n in names[at + 1:] if n not in frames.derived]
-            if all(rid in seen for df in later if df.height
-                   for rid in df.get_column("run_id").unique().to_list() if rid is not None):
-                continue
-        df = frames[name]
-        if df.height:
-            for rid in df.get_column("run_id").unique(maintain_order=True).to_list():
-                if rid is not None:
-                    seen.setdefault(rid, None)
-    return list(seen)
-
-
 @dataclass
 class Matches:
     hits: list[tuple[str, str]]  # (run_id, rule_id)

@@ -458,6 +458,27 @@ class Frames:
         """A shallow copy: the same frames, and the same derived frames (computed once for both)."""
         return Frames(dict(self.tables), dict(self.derived))
 
+    def run_ids(self, skip: tuple[str, ...] = ()) -> list[str]:
+        """Every run that has at least one row in a frame (but those named in ``skip``), in first-seen order.
+
+        A derived frame (:meth:`derive`: code, generated, chromium, sources) holds rows of runs that other frames have
+        (it is read from what they point at): it is computed here only when a frame after it in :data:`SCHEMAS` holds
+        a run not seen yet, i.e. when it could place that run earlier (computing it reads files)."""
+        seen: dict[str, None] = {}
+        names = [n for n in SCHEMAS if n not in skip]
+        for at, name in enumerate(names):
+            if name in self.derived and name not in self.tables and self.derived[name].value is None:
+                later = [self[n] for n in names[at + 1:] if n not in self.derived]
+                if all(rid in seen for df in later if df.height
+                       for rid in df.get_column("run_id").unique().to_list() if rid is not None):
+                    continue
+            df = self[name]
+            if df.height:
+                for rid in df.get_column("run_id").unique(maintain_order=True).to_list():
+                    if rid is not None:
+                        seen.setdefault(rid, None)
+        return list(seen)
+
     def index(self, key: Hashable, df: pl.DataFrame, build: Callable[[], T]) -> T:
         """A lookup built from ``df`` (one of these frames) by ``build()``, once: kept under ``key`` for as long as
         ``df`` is the frame it was built from (per-run lookups of the rule pass: one pass over a frame instead of a

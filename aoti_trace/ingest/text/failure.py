@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from aoti_trace.model.frames import SCHEMAS, Frames, conform, empty
+from aoti_trace.model.frames import Frames, conform, empty
 from aoti_trace.ingest.text.lines import PATTERNS
 from aoti_trace.ingest.text.known_messages import lookup
 from aoti_trace.model.vocabulary import (CPP_ORIGIN, FAMILIES, PHASE_FAMILY, module_family, route_cpp,
@@ -68,23 +68,10 @@ def _by_run(df: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _runs(frames: Frames) -> list[str]:
-    seen: dict[str, None] = {}
-    for name in SCHEMAS:
-        if name == "failures":
-            continue
-        df = frames[name]
-        if df.height:
-            for rid in df.get_column("run_id").unique(maintain_order=True).to_list():
-                if rid is not None:
-                    seen.setdefault(rid, None)
-    return list(seen)
-
-
 def failures_frame(frames: Frames, catalogue: bool = True) -> pl.DataFrame:
     """One row per run that failed (see the module docstring). ``catalogue``: look a message that no frame places
     up in torch's message catalogue (off when the catalogue's own coverage is measured)."""
-    runs = _runs(frames)
+    runs = frames.run_ids(skip=("failures",))  # the frame being made
     if not runs:
         return empty("failures")
     process = _by_run(frames["process"])
