@@ -132,10 +132,9 @@ def torch_versions(frames: Frames) -> dict[str, str]:
 
 
 def _findings(cr: query.CompiledRule, matches: query.Matches, frames: Frames, runs_hit: list[str],
-              rows: list[dict[str, Any]] | None = None) -> list[Ranked]:
-    rule, leaf = cr.rule, cr.anchor_leaf
-    if rows is None:
-        rows = query.select_rows(matches, cr.anchor, runs_hit, rule.occurrence, leaf)
+              rows: list[dict[str, Any]]) -> list[Ranked]:
+    """The findings of rule ``cr`` in the runs it hit, from its anchor ``rows`` (``query.select_rows_many``)."""
+    leaf = cr.anchor_leaf
     by_run: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_run.setdefault(row["run_id"], []).append(row)
@@ -177,7 +176,7 @@ def _fallback_anchor(cr: query.CompiledRule, matches: query.Matches, run_id: str
 
 def _finding(
     cr: query.CompiledRule, matches: query.Matches, frames: Frames, run_id: str, pred: query.Pred, leaf: Leaf | None,
-    row: dict[str, Any], last_rows: _LastRows | None = None,
+    row: dict[str, Any], last_rows: _LastRows,
 ) -> Ranked:
     rule = cr.rule
     fields = _extract(rule, row)
@@ -191,7 +190,7 @@ def _finding(
             break
         if other is pred:
             continue
-        hits = last_rows.get(other, run_id) if last_rows is not None else query.select_rows(matches, other, [run_id], "last")
+        hits = last_rows.get(other, run_id)
         if hits and (other.frame, hits[0].get(query.ROW)) not in seen:
             evidence.append(evidence_of(other.frame, hits[0], other.leaf))
             seen.add((other.frame, hits[0].get(query.ROW)))
