@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import jsonschema
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,6 +54,7 @@ def test_metadata_structure():
     assert uses == ["github/codeql-action/upload-sarif@v3"]
 
 
+@pytest.mark.slow
 def test_analyse_step_runs_on_a_real_capture(tmp_path):
     step = next(s for s in ACTION["runs"]["steps"] if s.get("id") == "analyze")
     inputs = {"path": str(REPO / "fixtures" / "cases" / "dtype_mismatch_checked"), "rules": "", "fail-on": "error",

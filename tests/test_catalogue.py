@@ -124,6 +124,7 @@ def test_internal_and_carrier_messages_are_not_counted(tmp_path):
     assert len(cov.results) == 3 and len(cov.counted) == 1 and cov.share == 1.0
 
 
+@pytest.mark.slow
 def test_cli_coverage(tmp_path, messages):
     sub = [m for m in messages if "unmatched dtype, expected" in m.template or m.template.startswith("Constant not found")]
     cat = tmp_path / "messages.jsonl"

@@ -16,6 +16,7 @@ def test_package_ships_py_typed():
     assert (ROOT / "aoti_trace" / "py.typed").is_file()
 
 
+@pytest.mark.slow
 def test_mypy_strict_is_clean():
     api = pytest.importorskip("mypy.api", reason="mypy is not installed (pip install -e '.[test]')")
     cwd = os.getcwd()

@@ -67,6 +67,7 @@ def _sources(n_cases: int = 6):
     return public + cases
 
 
+@pytest.mark.slow
 def test_batch_equals_each_run_alone():
     runs = _sources()[::4]
     together = analyse_batch(runs)
@@ -122,6 +123,7 @@ def corpus(tmp_path_factory):
     return dest
 
 
+@pytest.mark.slow
 def test_local_and_ray_engines_give_identical_signature_tables(corpus):
     ray = pytest.importorskip("ray")
     local = triage([corpus], engine="local", jobs=2)

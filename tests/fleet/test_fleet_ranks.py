@@ -20,6 +20,8 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from aoti_trace.pipeline import analyze
 from aoti_trace.report.text import render_text
 
@@ -53,6 +55,7 @@ def make_256_ranks(dest: Path, seed: int = 7) -> list[int]:
     return order
 
 
+@pytest.mark.slow
 def test_256_ranks_one_finding_with_rank_set_and_first_rank_in_under_40_lines(tmp_path):
     order = make_256_ranks(tmp_path / "ranks256")
     analysis = analyze([tmp_path / "ranks256"])

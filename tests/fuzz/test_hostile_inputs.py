@@ -344,6 +344,7 @@ def _bomb(path: Path, head: bytes, zeros: int) -> None:
         fh.write(comp.flush())
 
 
+@pytest.mark.slow
 def test_09_gzip_bomb_trace_is_bounded(tmp_path, rules, monkeypatch):
     """Derived from fixtures/cases/cpp_compile_error: its trace followed by 400 MB of zero bytes, gzip-compressed
     (~400 KB, ratio ~1000). Decompression stops past 64 MB at ratio 200 (``bad_gzip``, 'gzip bomb'); the records

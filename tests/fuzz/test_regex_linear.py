@@ -56,6 +56,7 @@ def _probe(pattern: re.Pattern, text: str) -> float:
     return time.process_time() - t0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,pattern", PATTERNS, ids=[n for n, _ in PATTERNS])
 def test_pattern_is_linear_on_long_runs(name, pattern):
     for prefix in PREFIXES:

@@ -40,6 +40,7 @@ def case_dir() -> Path:
     pytest.skip("no failing fixture case with a capture")
 
 
+@pytest.mark.slow
 def test_problem_detector_sees_a_broken_page(tmp_path):
     """Control: the log check used below does report a page with a script error and a blocked load."""
     bad = tmp_path / "bad.html"
@@ -49,6 +50,7 @@ def test_problem_detector_sees_a_broken_page(tmp_path):
     assert page_problems(p.stderr), p.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_report_loads_cleanly_and_shows_the_diagnosis(tmp_path):
     analysis = analyze([case_dir()])
     primary = analysis.primary

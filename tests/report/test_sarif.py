@@ -96,6 +96,7 @@ def test_location_is_in_the_repository_and_the_log_is_related(tmp_path, monkeypa
     assert res["relatedLocations"], "the log locations are kept"
 
 
+@pytest.mark.slow
 def test_fixture_results_are_placed_in_the_repository():
     """Every result of every fixture case with a located finding is inside the checkout when analysed from it."""
     outside = total = 0

@@ -105,6 +105,7 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("started_with_sigint_ignored", [False, True], ids=["sigint-default", "sigint-ignored"])
 def test_ctrl_c_is_forwarded_to_the_child_and_the_manifest_is_written(tmp_path, started_with_sigint_ignored):
     # A capture started in the background of a script inherits SIGINT ignored; its command must still get the

@@ -24,6 +24,7 @@ def _streams() -> list[tuple[Path, str, str]]:
     return [(p, "stdout" if "stdout" in p.name else "stderr", str(p.parent)) for p in files]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_read_streams_equals_each_stream_alone(seed: int) -> None:
     items = _streams()

@@ -23,6 +23,7 @@ def kinds(f) -> dict[int, str]:
     return dict(f["lines"].select("lineno", "kind").iter_rows())
 
 
+@pytest.mark.slow
 def test_every_case_parses_without_damage():
     streams = sorted(CASES.glob("*/std*.txt"))
     if not streams:

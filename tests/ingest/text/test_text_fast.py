@@ -44,6 +44,7 @@ def _same(fast: pl.DataFrame, slow: pl.DataFrame) -> None:
     assert exceptions_frame(fast).equals(exceptions_frame(slow))
 
 
+@pytest.mark.slow
 def test_captures_classify_the_same_with_and_without_shortcuts(monkeypatch):
     assert len(CAPTURES) > 100
     for i in range(0, len(CAPTURES), 25):  # 25 captures one after the other per log
@@ -97,6 +98,7 @@ def test_required_literal(pattern, literal):
     assert required_literal(pattern) == literal
 
 
+@pytest.mark.slow
 def test_required_literals_of_the_rule_library_occur_in_every_match():
     """Every match of a library rule's regex in the real captures contains the literal found for it."""
     from aoti_trace.library import load_rules

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,12 +30,14 @@ def check(data: bytes) -> None:
     assert ("cut_mid_line" in kinds) <= (bool(data) and not data.endswith(b"\n"))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=2000))
 def test_random_bytes(data):
     check(data)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(
     [b"\n", b"\r\n", b"\r", b"\x1b[31m", b"\x1b[0m", b"[rank1]:", b"[rank0]: ", b"\xff", b"Traceback (most recent call last):\n",
@@ -49,6 +52,7 @@ def test_structured_fragments(parts):
     check(b"".join(parts))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.integers(min_value=0, max_value=len(REAL)), st.integers(min_value=0, max_value=len(REAL)))
 def test_real_capture_cut_anywhere(a, b):
