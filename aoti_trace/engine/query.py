@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from aoti_trace.engine.literal import required_literal
+from aoti_trace.model.literal import required_literal
 from aoti_trace.engine.schema import SKIPPED_LINE_KINDS, All, AnyOf, Leaf, Not, Rule, leaves
 from aoti_trace.model.frames import SCHEMAS, Frames
 
@@ -172,7 +172,7 @@ def compile_rule(rule: Rule, index: int) -> tuple[CompiledRule, list[Pred]]:
 class Plan:
     rules: list[CompiledRule]
     by_frame: dict[str, list[Pred]]
-    literals: dict[str, str | None] = field(default_factory=dict)  # regex -> required literal (engine.literal)
+    literals: dict[str, str | None] = field(default_factory=dict)  # regex -> required literal (model.literal)
     # rule id -> its truth over the per-run table, null as false, named by the rule id (built on first use: see match)
     truths: dict[str, pl.Expr] = field(default_factory=dict)
     # predicate name -> its "any row per run" aggregation (built on first use)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import ValidationError
 
-from aoti_trace.engine.literal import required_literal
+from aoti_trace.model.literal import required_literal
 from aoti_trace.engine.ruleset import IgnoreEntry, RuleSet
 from aoti_trace.engine.schema import Rule, check_regex, leaves
 from aoti_trace.model.errors import RuleError
