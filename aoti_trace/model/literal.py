@@ -1,7 +1,7 @@
-"""The literal text that every match of a regex contains: a cheap test that a regex cannot match a column, before
-Polars compiles and runs it (start-up, issue 12). :func:`required_literal` serves the rule engine (computed once per
-rule when rules are loaded; the rule-set cache keeps it); :func:`required_literals`, which also reads alternations,
-serves the stderr/stdout classifier on small inputs (:mod:`aoti_trace.ingest.text.prematch`)."""
+"""The literal texts that every match of a regex contains: a cheap test that a regex cannot match a column, before
+Polars compiles and runs it (start-up, issue 12). Used by the rule engine (computed once per rule regex when rules
+are loaded; the rule-set cache keeps them) and by the stderr/stdout reader on small inputs
+(:mod:`aoti_trace.ingest.text.prematch`)."""
 
 from __future__ import annotations
 
@@ -13,37 +13,15 @@ MIN_LITERAL = 4  # a required literal shorter than this is not worth the pre-che
 
 
 @functools.lru_cache(maxsize=4096)
-def required_literal(pattern: str) -> str | None:
-    """The longest run of literal characters that every match of ``pattern`` contains (case-sensitive patterns
-    only), or None. Read from Python's parse of the pattern; a pattern Python reads differently or not at all,
-    one with a case-insensitive flag, or one whose longest run is shorter than :data:`MIN_LITERAL` gives None."""
-    sre, parsed = _parse(pattern)
-    if parsed is None:
-        return None
-    runs: list[str] = []
+def required_literals(pattern: str) -> tuple[str, ...] | None:
+    """Literal texts of which every match of ``pattern`` contains at least one, or None (no pre-check).
 
-    def walk(items: Any) -> None:  # a parsed (sub)pattern: a sequence of (opcode, argument) pairs
-        run: list[str] = []
-        for op, arg in items:
-            if op is sre.LITERAL:
-                run.append(chr(arg))
-                continue
-            runs.append("".join(run))
-            run = []
-            if op is sre.SUBPATTERN and not arg[1] and not arg[2]:  # a plain group: its content is required
-                walk(arg[3])
-            elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT) and arg[0] >= 1:  # at least once: its content is required
-                walk(arg[2])
-        runs.append("".join(run))
-
-    walk(parsed)
-    best = max(runs, key=len, default="")
-    return best if len(best) >= MIN_LITERAL else None
-
-
-def _parse(pattern: str) -> tuple[Any, Any]:
-    """Python's parser module and its parse of ``pattern``; the parse is None when Python rejects the pattern or it
-    is case-insensitive or verbose anywhere (no pre-check then)."""
+    Read from Python's parse of the pattern: a run of literal characters, the content of a plain group or of a
+    repeat of at least one, and an alternation whose every branch has literals (its branches' literals:
+    ``^Error: |: undefined symbol: `` -> ``('Error: ', ': undefined symbol: ')``). Of the candidates of a sequence,
+    the one whose shortest literal is longest is taken, fewer literals first; each literal is at least
+    :data:`MIN_LITERAL` characters long. A pattern Python reads differently or not at all, or one with a
+    case-insensitive or verbose flag anywhere, gives None."""
     try:
         import re._parser as sre  # type: ignore[import-not-found]  # (mypy checks as Python 3.10)
     except ImportError:  # Python < 3.11
@@ -51,21 +29,8 @@ def _parse(pattern: str) -> tuple[Any, Any]:
     try:
         parsed = sre.parse(pattern)
     except Exception:  # noqa: BLE001 (Rust-only syntax, or anything Python rejects: no pre-check)
-        return sre, None
+        return None
     if parsed.state.flags & (re.IGNORECASE | re.VERBOSE) or "(?i" in pattern or "(?x" in pattern:
-        return sre, None
-    return sre, parsed
-
-
-@functools.lru_cache(maxsize=4096)
-def required_literals(pattern: str) -> tuple[str, ...] | None:
-    """Literal texts of which every match of ``pattern`` contains at least one (case-sensitive patterns only), or
-    None. Like :func:`required_literal`, and an alternation gives the literals of its branches when each branch has
-    one (``^Error: |: undefined symbol: `` -> ``('Error: ', ': undefined symbol: ')``). Of the candidates of a
-    sequence (its literal runs, and the literals of its required groups and alternations) the one whose shortest
-    literal is longest is taken; every literal is at least :data:`MIN_LITERAL` characters long."""
-    sre, parsed = _parse(pattern)
-    if parsed is None:
         return None
 
     def best(items: Any) -> tuple[str, ...] | None:  # a parsed (sub)pattern: a sequence of (opcode, argument) pairs
