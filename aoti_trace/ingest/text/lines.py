@@ -346,6 +346,13 @@ def _union(patterns: Iterable[str]) -> str:
     return "|".join(f"(?:{_widened(_uncaptured(p))})" for p in patterns)
 
 
+@functools.cache
+def guard_of(pattern: str) -> str:
+    """The widened ``pattern`` (:func:`_widened`): it matches wherever ``pattern`` does, and a bounded repeat of
+    ``\\w`` in it compiles ~10x faster (``\\S``)."""
+    return _union([pattern])
+
+
 def _sparse(df: pl.DataFrame, guard: str, column: str, step: Callable[[pl.DataFrame], pl.DataFrame],
             defaults: dict[str, pl.Expr], small_guard: bool = True) -> pl.DataFrame:
     """``step(rows)`` applied only to the rows whose ``column`` matches ``guard`` (a pattern that matches wherever

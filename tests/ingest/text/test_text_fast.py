@@ -127,6 +127,8 @@ def test_widened_patterns_match_wherever_the_originals_do():
     for name in L.FLAGS:
         exact = s.str.contains(L.PATTERNS[name])
         assert not (exact & ~s.str.contains(L._widened(L._uncaptured(L.PATTERNS[name])))).any(), name
+    exact = s.str.contains(L.PATTERNS["error_report"])  # the failures frame's guarded pattern
+    assert exact.any() and not (exact & ~s.str.contains(L.guard_of(L.PATTERNS["error_report"]))).any()
     assert L._widened(r"(?:\S*[^\w\s])?ld\b") == r"(?:\S*[^\w\s])?ld"  # negated classes are left alone
     assert L._widened(r"[\w.]\d") == r"[\S.]\S"
 
