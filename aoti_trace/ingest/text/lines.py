@@ -14,8 +14,10 @@ word boundary (``\\b``): with Unicode word boundaries Rust's regex cannot use it
 
 Speed (issue 12): on inputs of :data:`SPARSE_MIN_ROWS` lines or more, one widened pattern per line
 (:func:`_loud_pattern`) finds the *quiet* lines, whose per-line columns are known without matching anything, and
-each per-line step then runs only on the rows its own widened guard can change (:func:`_sparse`). Both shortcuts
-give exactly the result of running every step on every line (tests/ingest/text/test_text_fast.py).
+each per-line step then runs only on the rows its own widened guard can change (:func:`_sparse`). On smaller inputs
+the cost is compiling the patterns, not running them: a step whose guard matches no line is skipped, and a flag
+whose pattern's required literals occur in no line is known false without its pattern (:mod:`.prematch`). Every
+shortcut gives exactly the result of running every step on every line (tests/ingest/text/test_text_fast.py).
 """
 
 from __future__ import annotations
@@ -336,8 +338,9 @@ def _loud_pattern() -> str:
     return "|".join([r"^\s", r"^$", _guard("cleanup"), _guard("headers"), _guard("ipython"), _guard("flags")])
 
 
-# Below this many rows every step runs on every row: splitting a few hundred lines by guard patterns costs more
-# Polars operations than it saves (the same result: a guard only skips rows a step would not change).
+# Below this many rows a step runs on every row, or on none when its guard matches no row: splitting a few hundred
+# lines by guard patterns costs more Polars operations than it saves (the same result: a guard only skips rows a step
+# would not change).
 SPARSE_MIN_ROWS = 2048
 
 
