@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from aoti_trace.engine.literal import required_literal
+from aoti_trace.model.literal import required_literals
 from aoti_trace.engine.schema import SKIPPED_LINE_KINDS, All, AnyOf, Leaf, Not, Rule, leaves
 from aoti_trace.model.frames import SCHEMAS, Frames
 
@@ -172,14 +172,14 @@ def compile_rule(rule: Rule, index: int) -> tuple[CompiledRule, list[Pred]]:
 class Plan:
     rules: list[CompiledRule]
     by_frame: dict[str, list[Pred]]
-    literals: dict[str, str | None] = field(default_factory=dict)  # regex -> required literal (engine.literal)
+    literals: dict[str, tuple[str, ...] | None] = field(default_factory=dict)  # regex -> required literals (model.literal)
     # rule id -> its truth over the per-run table, null as false, named by the rule id (built on first use: see match)
     truths: dict[str, pl.Expr] = field(default_factory=dict)
     # predicate name -> its "any row per run" aggregation (built on first use)
     anys: dict[str, pl.Expr] = field(default_factory=dict)
 
 
-def compile_rules(rules: list[Rule], literals: dict[str, str | None] | None = None) -> Plan:
+def compile_rules(rules: list[Rule], literals: dict[str, tuple[str, ...] | None] | None = None) -> Plan:
     compiled: list[CompiledRule] = []
     by_frame: dict[str, list[Pred]] = {}
     for i, rule in enumerate(rules):
@@ -211,7 +211,7 @@ class Matches:
 class _Texts:
     """The values of a frame's string columns, joined, for :func:`_leaf_absent` (computed on first use)."""
 
-    def __init__(self, df: pl.DataFrame, literals: dict[str, str | None]) -> None:
+    def __init__(self, df: pl.DataFrame, literals: dict[str, tuple[str, ...] | None]) -> None:
         self.df, self.schema, self.literals = df, df.schema, literals
         self.joined: dict[str, str] = {}
 
@@ -222,23 +222,24 @@ class _Texts:
 
 
 def _leaf_absent(texts: _Texts, leaf: Leaf) -> bool:
-    """True when ``leaf`` cannot hold on any row of the frame: it needs a literal (the required literal of its
-    regex, or its ``contains`` text; case-sensitive leaves only) that occurs in none of the values of its column.
+    """True when ``leaf`` cannot hold on any row of the frame: it needs a literal (one of the required literals of
+    its regex, or its ``contains`` text; case-sensitive leaves only) that occurs in none of the values of its column.
     Its predicate (``leaf_expr(leaf).fill_null(False)``: false or null on every row, and so is the conjunction with
     the kind filter) is then false on every row, and its Rust regex need not be compiled or run (start-up)."""
     if leaf.ignore_case or texts.schema.get(leaf.column) != pl.String:
         return False
+    literals: tuple[str, ...] | None
     if leaf.regex is not None:
-        literal = texts.literals[leaf.regex] if leaf.regex in texts.literals else required_literal(leaf.regex)
+        literals = texts.literals[leaf.regex] if leaf.regex in texts.literals else required_literals(leaf.regex)
     elif isinstance(leaf.contains, str) and leaf.contains:
-        literal = leaf.contains
+        literals = (leaf.contains,)
     elif isinstance(leaf.equals, str) and leaf.equals:  # an equal value contains itself
-        literal = leaf.equals
+        literals = (leaf.equals,)
     elif leaf.in_ and all(isinstance(v, str) and v for v in leaf.in_):
-        return not any(texts.has(leaf.column, str(v)) for v in leaf.in_)
+        literals = tuple(str(v) for v in leaf.in_)
     else:
         return False
-    return literal is not None and not texts.has(leaf.column, literal)
+    return literals is not None and not any(texts.has(leaf.column, lit) for lit in literals)
 
 
 def _absent(texts: _Texts, pred: Pred) -> bool:

@@ -31,7 +31,7 @@ class RuleSet:
     ignore: list[IgnoreEntry] = field(default_factory=list)
     fragments: dict[str, str] = field(default_factory=dict)
     roots: dict[str, Path] = field(default_factory=dict)  # rule id -> its folder, when it is not ``root``
-    literals: dict[str, str | None] = field(default_factory=dict)  # regex -> its required literal (engine.literal)
+    literals: dict[str, tuple[str, ...] | None] = field(default_factory=dict)  # regex -> its required literals (model.literal)
 
     def __iter__(self) -> Iterator[Rule]:
         return iter(self.rules)

@@ -63,7 +63,8 @@ def _versions() -> bytes:
     import pydantic
 
     import aoti_trace
-    from aoti_trace.engine import literal, ruleset, schema
+    from aoti_trace.engine import ruleset, schema
+    from aoti_trace.model import literal
     from aoti_trace.library import loader
 
     parts = [FORMAT, aoti_trace.__version__.encode(), sys.version.encode()]

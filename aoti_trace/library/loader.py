@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import ValidationError
 
-from aoti_trace.engine.literal import required_literal
+from aoti_trace.model.literal import required_literals
 from aoti_trace.engine.ruleset import IgnoreEntry, RuleSet
 from aoti_trace.engine.schema import Rule, check_regex, leaves
 from aoti_trace.model.errors import RuleError
@@ -272,7 +272,7 @@ def _load_rules(target: Path, root: Path) -> RuleSet:
         rs.rules.append(rule)
         rs.paths[rule.id] = file
         names[rule.name] = file
-    rs.literals = {leaf.regex: required_literal(leaf.regex) for rule in rs.rules for leaf, _ in leaves(rule.match)
+    rs.literals = {leaf.regex: required_literals(leaf.regex) for rule in rs.rules for leaf, _ in leaves(rule.match)
                    if leaf.regex is not None}
     return rs
 

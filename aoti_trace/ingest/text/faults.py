@@ -66,8 +66,10 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
     shell = (pl.col("kind") == "plain") & pl.col("_msg").str.contains(SHELL_SIGNAL)
     # the patterns are matched only on lines classify() marked as possibly matching (lines.LOUD_ELSEWHERE)
     sel = df.select("_rk", "_i", "lineno", "_msg", "kind", "run_id", "path", "_what", "_elsewhere").filter(
-        pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | pl.col("_elsewhere")
-    ).filter(
+        pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | pl.col("_elsewhere"))
+    if sel.height == 0:  # (the patterns below are then not compiled)
+        return empty("faults")
+    sel = sel.filter(
         pl.col("kind").is_in(["faulthandler", "terminate"]) | pl.col("_what") | shell
         | pl.col("_msg").str.contains(LIBCXX_TERMINATE) | pl.col("_msg").str.contains(ANDROID_SIGNAL)
         | pl.col("_msg").str.contains(UCX_SIGNAL) | pl.col("_msg").str.contains(UCX_BACKTRACE)

@@ -13,8 +13,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from aoti_trace.engine.literal import required_literal
-from aoti_trace.ingest.text import lines as L
+from aoti_trace.model.literal import required_literals
+from aoti_trace.ingest.text import lines as L, prematch
+from aoti_trace.ingest.text.failure import failures_frame
+from aoti_trace.ingest.text.reader import read_stream
 from aoti_trace.ingest.text.tracebacks import exceptions_frame
 
 REPO = Path(__file__).resolve().parents[3]
@@ -33,8 +35,22 @@ def _both(lines: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[pl.DataFra
     monkeypatch.setattr(L, "SPARSE_MIN_ROWS", 0)
     fast = L.classify(lines, "stderr", "r", "p")
     monkeypatch.setattr(L, "SPARSE_MIN_ROWS", 1 << 62)
+    monkeypatch.setattr(prematch, "ENABLED", False)
     slow = L.classify(lines, "stderr", "r", "p")
+    monkeypatch.setattr(prematch, "ENABLED", True)
     return fast, slow
+
+
+def _small(lines: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``classify`` the way a small input goes (steps skipped by their guards, patterns by their literals, at any
+    size), and with no shortcut."""
+    monkeypatch.setattr(L, "SPARSE_MIN_ROWS", 1 << 62)
+    monkeypatch.setattr(prematch, "MAX_ROWS", 1 << 62)
+    small = L.classify(lines, "stderr", "r", "p")
+    monkeypatch.setattr(prematch, "ENABLED", False)
+    slow = L.classify(lines, "stderr", "r", "p")
+    monkeypatch.setattr(prematch, "ENABLED", True)
+    return small, slow
 
 
 def _same(fast: pl.DataFrame, slow: pl.DataFrame) -> None:
@@ -49,6 +65,49 @@ def test_captures_classify_the_same_with_and_without_shortcuts(monkeypatch):
     assert len(CAPTURES) > 100
     for i in range(0, len(CAPTURES), 25):  # 25 captures one after the other per log
         _same(*_both([line for path in CAPTURES[i:i + 25] for line in _lines(path)], monkeypatch))
+
+
+def test_each_capture_reads_the_same_with_and_without_the_small_input_shortcuts(monkeypatch):
+    """Every real capture on its own (the small-input path: guards skip steps, literals skip patterns in the
+    classifier and in the failures frame): its classified lines and all its frames, failures included."""
+    for path in CAPTURES:
+        _same(*_small(_lines(path), monkeypatch))
+        got = []
+        for enabled in (True, False):
+            monkeypatch.setattr(prematch, "ENABLED", enabled)
+            frames = read_stream(path, "stderr", "r")
+            frames.add("failures", failures_frame(frames))
+            got.append(frames)
+        for name in set(got[0].tables) | set(got[1].tables):
+            assert got[0][name].equals(got[1][name]), (path, name)
+
+
+def test_mixtures_of_real_lines_take_the_small_input_path_the_same(monkeypatch):
+    pool = [line for path in CAPTURES for line in _lines(path)]
+    rng = random.Random(13)
+    for _ in range(40):
+        lines = rng.sample(pool, rng.randrange(2, 40))  # a few lines out of any context...
+        start = rng.randrange(len(pool))
+        lines += pool[start:start + rng.randrange(0, 60)]  # ...and a run of real context
+        _same(*_small(lines, monkeypatch))
+
+
+def test_required_literals_of_the_text_patterns_occur_in_every_match():
+    """Every match of a classifier or failures-frame pattern in the real captures contains one of the literals
+    found for it (the small-input pre-check relies on it)."""
+    from aoti_trace.ingest.text.failure import TEXT_PHASES
+
+    text = "\n".join(line for path in CAPTURES for line in _lines(path))
+    patterns = [*L.PATTERNS.values(), *(p for _, p in TEXT_PHASES), L._guard("elsewhere"), r"code:\s*$"]
+    checked = 0
+    for pattern in patterns:
+        literals = required_literals(pattern)
+        if literals is None:
+            continue
+        for m in re.finditer(pattern, text, re.M):
+            assert any(lit in m.group(0) for lit in literals), (pattern, m.group(0))
+            checked += 1
+    assert checked > 1000
 
 
 def test_mixtures_of_real_lines_classify_the_same(monkeypatch):
@@ -69,6 +128,8 @@ def test_widened_patterns_match_wherever_the_originals_do():
     for name in L.FLAGS:
         exact = s.str.contains(L.PATTERNS[name])
         assert not (exact & ~s.str.contains(L._widened(L._uncaptured(L.PATTERNS[name])))).any(), name
+    exact = s.str.contains(L.PATTERNS["error_report"])  # the failures frame's guarded pattern
+    assert exact.any() and not (exact & ~s.str.contains(L.guard_of(L.PATTERNS["error_report"]))).any()
     assert L._widened(r"(?:\S*[^\w\s])?ld\b") == r"(?:\S*[^\w\s])?ld"  # negated classes are left alone
     assert L._widened(r"[\w.]\d") == r"[\S.]\S"
 
@@ -83,24 +144,28 @@ def test_glog_headers_without_capture_equal_the_captured_ones():
     assert L._glog_headers(df).select(cols).equals(L._any_headers(df).select(cols))
 
 
-@pytest.mark.parametrize(("pattern", "literal"), [
-    (r"Error: (?P<x>\w+) failed", "Error: "),
-    (r"(?:abc)?defgh", "defgh"),
-    (r"x{2}yyyy", "yyyy"),
-    (r"(?:undefined symbol)+: \S+", "undefined symbol"),
-    (r"a|bcdefg", None),  # an alternation requires none of its branches
-    (r"(?i)Segmentation fault", None),  # case-insensitive: no pre-check
+@pytest.mark.parametrize(("pattern", "literals"), [
+    (r"Error: (?P<x>\w+) failed", ("Error: ",)),
+    (r"(?:abc)?defgh", ("defgh",)),
+    (r"x{2}yyyy", ("yyyy",)),
+    (r"(?:undefined symbol)+: \S+", ("undefined symbol",)),
     (r"foo(?i:BAR)bazz", None),  # an inline case-insensitive group anywhere: no pre-check
     (r"\p{Greek}+ word", None),  # Rust-only syntax: no pre-check
     (r"ab", None),  # too short to be worth it
+    (r"^Error: |: undefined symbol: \S", ("Error: ", ": undefined symbol: ")),
+    (r"(?:abcd|efgh)ij", ("abcd", "efgh")),
+    (r"a|bcdefg", None),  # a branch without a literal: none
+    (r"xyzw(?:abcd|ef)", ("xyzw",)),
+    (r"(?:Error|Exception)(?:: .*)?$|^torch\.", ("rror", "xception", "torch.")),  # Python's parse factors out the 'E'
+    (r"(?i)Segmentation fault", None),
 ])
-def test_required_literal(pattern, literal):
-    assert required_literal(pattern) == literal
+def test_required_literals(pattern, literals):
+    assert required_literals(pattern) == literals
 
 
 @pytest.mark.slow
 def test_required_literals_of_the_rule_library_occur_in_every_match():
-    """Every match of a library rule's regex in the real captures contains the literal found for it."""
+    """Every match of a library rule's regex in the real captures contains one of the literals found for it."""
     from aoti_trace.library import load_rules
     from aoti_trace.engine.schema import leaves
 
@@ -108,10 +173,10 @@ def test_required_literals_of_the_rule_library_occur_in_every_match():
     checked = 0
     for rule in load_rules().rules:
         for leaf, _ in leaves(rule.match):
-            literal = required_literal(leaf.regex) if leaf.regex else None
-            if literal is None:
+            literals = required_literals(leaf.regex) if leaf.regex else None
+            if literals is None:
                 continue
             for m in re.finditer(leaf.regex, text):
-                assert literal in m.group(0), (rule.id, leaf.regex)
+                assert any(lit in m.group(0) for lit in literals), (rule.id, leaf.regex)
                 checked += 1
     assert checked > 0
