@@ -84,13 +84,15 @@ def failures_frame(frames: Frames, catalogue: bool = True) -> pl.DataFrame:
     ci_exit = _first_match(lines, PATTERNS["ci_exit"])
     aborts = _by_run(_first_match(lines, PATTERNS["gdb_abort"]))
     # a line logged at FATAL / CRITICAL level (glog F or C, ExecuTorch, Android logcat F/), ExecuTorch's failed
-    # ET_CHECK, a build tool's error (CMake, LLVM), an application's 'Error ...: SomeError' report, a program's own
-    # line that it cannot read a file it was given: the program reports that it cannot go on
+    # ET_CHECK, a build tool's error (CMake, LLVM), an application's 'Error ...: SomeError' report, a line torch
+    # prints only when it raises, a program's own line that it cannot read a file it was given: the program reports
+    # that it cannot go on
     fatal_logs = _by_run(
         lines.filter((pl.col("level").is_in(FATAL_LEVELS) & (pl.col("text").str.strip_chars() != ""))
                      | pl.col("text").str.contains(PATTERNS["et_check"])
                      | pl.col("text").str.contains(PATTERNS["tool_error"])
                      | pl.col("text").str.contains(PATTERNS["error_report"])
+                     | pl.col("text").str.contains(PATTERNS["raised_report"])
                      | ((pl.col("kind") == "plain") & pl.col("text").str.contains(PATTERNS["file_unreadable"])))
         .group_by("run_id", maintain_order=True).agg(pl.col("path", "lineno", "text", "src").first())
     ) if lines.height else {}
