@@ -10,8 +10,8 @@ files that the frames point at (generated code, the user's source) comes from th
 
 Registered:
 
-* ``illegal_memory_access`` -> :func:`launch_blocking`: without ``CUDA_LAUNCH_BLOCKING=1`` in the run's
-  environment (``process.env``) the reported location is possibly misplaced.
+* ``illegal_memory_access`` -> :func:`launch_blocking`: without ``CUDA_LAUNCH_BLOCKING=1`` (ROCm rules:
+  ``HIP_LAUNCH_BLOCKING=1``) in the run's environment (``process.env``) the reported location is possibly misplaced.
 * ``segfault`` -> :func:`crash_phase`: where did it happen (``faults.phase``, else the compile status).
 
 * ``triton_index_oob`` -> :func:`oob_kernel`: maps the device assert (``device_asserts``) to its kernel, launch
@@ -91,18 +91,21 @@ def _add(finding: Finding, *, fields: dict[str, str] | None = None, env: dict[st
 
 @reasoner("illegal_memory_access")
 def launch_blocking(finding: Finding, frames: Frames) -> Finding:
-    """CUDA errors are reported asynchronously: unless the run set CUDA_LAUNCH_BLOCKING=1, the location is unsure."""
+    """CUDA errors are reported asynchronously: unless the run set CUDA_LAUNCH_BLOCKING=1, the location is unsure.
+    A ROCm rule (its rerun variables name HIP_LAUNCH_BLOCKING) gets the HIP runtime's variable instead."""
+    runtime, var = ("the HIP runtime", "HIP_LAUNCH_BLOCKING") if "HIP_LAUNCH_BLOCKING" in finding.env_flags else (
+        "CUDA", "CUDA_LAUNCH_BLOCKING")
     procs = query.run_rows(frames, "process", finding.run_id, ["env"])
     known = [p["env"] for p in procs if p.get("env") is not None]
-    value = parse_env(known[0]).get("CUDA_LAUNCH_BLOCKING") if known else None
+    value = parse_env(known[0]).get(var) if known else None
     if value == "1":
         return _add(finding, fields={"launch_blocking": "1"})
     state = "unknown" if not known else ("unset" if value is None else value)
     return _add(
         finding,
         fields={"launch_blocking": state},
-        env={"CUDA_LAUNCH_BLOCKING": "1"},
-        note="location possibly misplaced: CUDA reports errors asynchronously; rerun with CUDA_LAUNCH_BLOCKING=1",
+        env={var: "1"},
+        note=f"location possibly misplaced: {runtime} reports errors asynchronously; rerun with {var}=1",
     )
 
 

@@ -121,6 +121,12 @@ def test_lines_that_only_mention_unreadable_files_are_not_failures(line):
     assert failure(line + "\n") is None
 
 
+def test_symbolic_shape_warnings_are_not_failures():
+    # printed by compiles that succeed (the warning above the recorder's error in fixtures/public/blind15/tensorrt_3108_)
+    assert failure("W0820 14:11:53.628000 139673176707712 torch/fx/experimental/symbolic_shapes.py:4424] s0 is not "
+                   "in var_ranges, defaulting to unknown range.\n") is None
+
+
 def test_compiler_notes_without_an_error_are_not_failures():
     # a note that g++ also prints beside warnings (the other candidates of a call that did compile) is not one
     assert failure("/tmp/x.cpp:5:3: note: candidate: 'void f(int)'\n") is None
@@ -152,6 +158,11 @@ def test_logged_warning_traceback_is_not_failure_evidence():
     "/tmp/torchinductor_u/2r/c2r.h:396:110: note:   no known conversion for argument 2 from 'VecMask<float, 1>' to "
     "'VectorizedN<bool, 1>'",
     "/tmp/torchinductor_u/hj/chj.cpp:23:44: note:   candidate expects 4 arguments, 3 provided",
+    # lines torch prints only when it raises, the exception cut from the paste (fixtures/public/blind15/tensorrt_3108_...,
+    # ultralytics_6022_...)
+    "E0820 14:11:53.628000 139673176707712 torch/fx/experimental/recording.py:280] failed while running "
+    "evaluate_expr(*(s0 >= 0, True), **{'fx_node': None})",
+    'Module [YOLO] is missing the required "forward" function',
 ])
 def test_text_failure_signals(line):
     assert failure(line + "\n") is not None

@@ -65,6 +65,14 @@ def test_ima_without_launch_blocking_is_flagged_misplaced():
     assert "possibly misplaced" not in blocking.message
 
 
+def test_rocm_memory_fault_asks_for_the_hip_variable():
+    # a ROCm rule (AOTI-H003) reruns with HIP_LAUNCH_BLOCKING, not CUDA's variable
+    case = CASES.parent / "public" / "blind15" / "triton_829_rocm_unfold_memory_aperture_violation"
+    primary = analyze([case]).primary
+    assert primary.rule_id == "AOTI-H003" and "rerun with HIP_LAUNCH_BLOCKING=1" in primary.message
+    assert "HIP_LAUNCH_BLOCKING=1" in primary.rerun and "CUDA_LAUNCH_BLOCKING" not in primary.rerun
+
+
 def test_device_mismatch_names_devices_and_compile_device():
     meta = analyze([CASES / "input_device_meta_checked"]).primary  # CPU package fed a meta tensor, checks on
     assert meta.fields["got_name"] == "meta" and meta.fields["compile_device"] == "cpu"

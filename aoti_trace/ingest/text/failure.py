@@ -86,14 +86,16 @@ def failures_frame(frames: Frames, catalogue: bool = True) -> pl.DataFrame:
     ci_exit = _first_match(lines, PATTERNS["ci_exit"], hay)
     aborts = _by_run(_first_match(lines, PATTERNS["gdb_abort"], hay))
     # a line logged at FATAL / CRITICAL level (glog F or C, ExecuTorch, Android logcat F/), ExecuTorch's failed
-    # ET_CHECK, a build tool's error (CMake, LLVM), an application's 'Error ...: SomeError' report, a program's own
-    # line that it cannot read a file it was given: the program reports that it cannot go on
+    # ET_CHECK, a build tool's error (CMake, LLVM), an application's 'Error ...: SomeError' report, a line torch
+    # prints only when it raises, a program's own line that it cannot read a file it was given: the program reports
+    # that it cannot go on
     fatal_logs = _by_run(
         lines.filter((pl.col("level").is_in(FATAL_LEVELS) & (pl.col("text").str.strip_chars() != ""))
                      | hay.contains("text", PATTERNS["et_check"])
                      | hay.contains("text", PATTERNS["tool_error"])
                      # (its guard compiles in ~5 ms, the pattern in ~30-40: '[\w ]{0,40}' is 40 Unicode classes)
                      | hay.contains("text", PATTERNS["error_report"], guard_of(PATTERNS["error_report"]))
+                     | hay.contains("text", PATTERNS["raised_report"])
                      | ((pl.col("kind") == "plain") & hay.contains("text", PATTERNS["file_unreadable"])))
         .group_by("run_id", maintain_order=True).agg(pl.col("path", "lineno", "text", "src").first())
     ) if lines.height else {}

@@ -149,6 +149,12 @@ PATTERNS: dict[str, str] = {
         r"(?i)^(?:couldn't|could not|cannot|can't|unable to|failed to) (?:load|open|read) ['\"]?"
         r"(?:[a-z]:)?[^\s'\"]*[\\/][^\s'\"]+['\"]?(?:[:,] .*)?$"
     ),
+    # a line torch prints only on the way to raising, when the exception itself may be missing from a short paste:
+    # the ShapeEnv recorder's error log of an event that raised ('failed while running evaluate_expr(*(s0 >= 0,
+    # True), ...)', torch/fx/experimental/recording.py, logged and re-raised); nn.Module's NotImplementedError for an
+    # object without forward ('Module [YOLO] is missing the required "forward" function'), pasted without its type
+    "raised_report": (r"^failed while running \w+\(\*"
+                      r'|^Module \[[\w.]+\] is missing the required "forward" function'),
     # ExecuTorch's ET_CHECK failing (it aborts the process): 'In function CheckOk(), assert failed: hasValue_'
     "et_check": r"^In function \w+\(\), assert failed",
     # a CI runner's closing line for a failed step (GitHub Actions): an exit status, not the error itself
