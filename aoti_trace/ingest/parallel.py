@@ -1,10 +1,11 @@
 """Reading many TORCH_TRACE files: in parallel, one worker process per core, when there are many.
 
-Each trace file is read on its own (:func:`aoti_trace.ingest.trace.reader.read_trace` of one file: files of a run do not
-depend on each other) and the frames of each run are concatenated once. With fewer than
-:data:`PARALLEL_MIN_FILES` files, or one core, the files are read here, one after the other. Worker processes are
-started with ``spawn`` (Polars' thread pool does not survive ``fork``). On a terminal, a progress bar appears on
-stderr when reading takes more than a second.
+Files of a run do not depend on each other: each file's frames are those it has when read alone, and the small
+files of a batch (of every run in it) are indexed and built together
+(:func:`aoti_trace.ingest.trace.reader.read_groups`, which pays Polars' fixed cost per batch, not per file); the
+frames of each run are concatenated once. With fewer than :data:`PARALLEL_MIN_FILES` files, or one core, the files
+are read here, all together. Worker processes are started with ``spawn`` (Polars' thread pool does not survive
+``fork``). On a terminal, a progress bar appears on stderr when reading takes more than a second.
 
 ``AOTI_TRACE_WORKERS`` sets the number of worker processes (``1``: no pool).
 """
@@ -44,13 +45,12 @@ def workers() -> int:
 def read_traces(jobs: list[tuple[list[Path], str]], processes: int | None = None) -> Iterator[Frames]:
     """The trace frames of each ``(files, run_id)`` job, in order. ``processes``: worker processes to read them with
     (default :func:`workers`; ``1``: in this process, e.g. inside a worker of a pool that already uses every core)."""
-    from aoti_trace.ingest.trace.reader import read_trace
+    from aoti_trace.ingest.trace.reader import read_groups
 
     files = [(Path(path), run_id, j) for j, (paths, run_id) in enumerate(jobs) for path in paths]
     n = workers() if processes is None else processes
     if len(files) < PARALLEL_MIN_FILES or n < 2:
-        for paths, run_id in jobs:  # file by file, concatenated once (read_trace of many files appends each)
-            yield _concat([read_trace([path], run_id) for path in paths])
+        yield from read_groups([[(Path(path), run_id) for path in paths] for paths, run_id in jobs])
         return
     from concurrent.futures.process import BrokenProcessPool
 
@@ -58,7 +58,7 @@ def read_traces(jobs: list[tuple[list[Path], str]], processes: int | None = None
     try:
         done = _read_parallel(files, min(n, len(files)))
     except (OSError, BrokenProcessPool):  # no processes here (a sandbox, no /dev/shm): read them in this one
-        done = [(j, read_trace([path], run_id)) for path, run_id, j in files]
+        done = _read_batch(files)
     for j, frames in done:
         per_job[j].append(frames)
     for parts in per_job:
@@ -66,15 +66,17 @@ def read_traces(jobs: list[tuple[list[Path], str]], processes: int | None = None
 
 
 def _read_batch(batch: list[tuple[Path, str, int]]) -> list[tuple[int, Frames]]:
-    """Read the files of ``batch``; one set of frames per job (run) it touches, files in order."""
-    from aoti_trace.ingest.trace.reader import read_trace
+    """Read the files of ``batch`` together; one set of frames per job (run) it touches, files in order."""
+    from aoti_trace.ingest.trace.reader import read_groups
 
-    out: list[tuple[int, list[Frames]]] = []
+    jobs: list[int] = []
+    groups: list[list[tuple[Path, str]]] = []
     for path, run_id, job in batch:
-        if not out or out[-1][0] != job:
-            out.append((job, []))
-        out[-1][1].append(read_trace([path], run_id))
-    return [(job, _concat(parts)) for job, parts in out]
+        if not jobs or jobs[-1] != job:
+            jobs.append(job)
+            groups.append([])
+        groups[-1].append((path, run_id))
+    return list(zip(jobs, read_groups(groups)))
 
 
 def _read_parallel(files: list[tuple[Path, str, int]], n: int) -> list[tuple[int, Frames]]:

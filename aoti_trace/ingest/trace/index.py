@@ -1,6 +1,8 @@
-"""Line index of one TORCH_TRACE file: one row per record header, small columns only, payloads as byte ranges.
+"""Line index of TORCH_TRACE files: one row per record header, small columns only, payloads as byte ranges.
 
-Two interchangeable indexers produce the same table (see :func:`index_file`):
+Column ``file`` is the position of the file among those indexed together: 0 for a file indexed alone; several small
+files are indexed by one query (:func:`index_batch`), and each one's rows are those it has alone. Two
+interchangeable indexers produce the same table for one file (see :func:`index_file`):
 
 * **fast path** (trace-format.md §11.1): one Polars streaming query over the file read as one string column
   (``scan_csv`` with separator ``\\x01``, no quoting, UTF-8 lossy). Each line's byte width gives its byte offset:
@@ -17,6 +19,11 @@ Two interchangeable indexers produce the same table (see :func:`index_file`):
   widths put it, the tail after it does not decode, or CRLF in the first 64 KiB), or a Polars error on the file.
   It also counts lines holding invalid UTF-8 (``bad_utf8`` damage) and strips ``\\r`` before ``\\n``.
 
+* **batch** (:func:`index_batch`): the fast path's extraction and payload ranges over the lines of several small
+  files held in memory, with a per-file line number and offset, in one in-memory query: Polars' fixed cost per
+  operation is paid once for all of them. Only files whose every byte the CSV reader decodes as it is
+  (:func:`clean`) go there, and one that the fast path would refuse is handed back to be indexed alone.
+
 Byte offsets always refer to the (decompressed) file; ``payload_length`` includes the TABs and newlines on disk.
 Memory: the streaming query reads the file in 4 MiB chunks with one chunk prefetched (``POLARS_CSV_CHUNK_SIZE``,
 ``POLARS_CSV_CHUNK_PREFETCH_LIMIT``, set for the query unless the caller set them); the defaults keep several
@@ -25,6 +32,7 @@ Memory: the streaming query reads the file in 4 MiB chunks with one chunk prefet
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from contextlib import contextmanager
@@ -68,6 +76,12 @@ INDEX_COLUMNS = [
 ]
 CATEGORICAL = ("level", "src", "event", "name", "encoding")  # low-cardinality text columns of the index
 SCAN_ENV = {"POLARS_CSV_CHUNK_SIZE": str(4 << 20), "POLARS_CSV_CHUNK_PREFETCH_LIMIT": "1"}
+
+
+# column of an index: the position of the file among the files indexed together (0 for a file indexed alone)
+FILE = "file"
+KEY = 1 << 40  # FILE * KEY + rec: one integer key for a record of one of several files (rec < 2**40)
+PAYLOAD = pl.col("text").str.starts_with("\t").fill_null(False)  # a payload line (TAB); a blank line is not
 
 
 class Inexact(Exception):
@@ -130,17 +144,22 @@ def _scan_env() -> Iterator[None]:
             os.environ.pop(k, None)
 
 
+def _csv(source: str | bytes) -> pl.LazyFrame:
+    """A file (path) or bytes as one string column ``text``, one row per physical line (a blank line: null)."""
+    return pl.scan_csv(
+        source, has_header=False, separator="\x01", quote_char=None, new_columns=["text"],
+        infer_schema=False, encoding="utf8-lossy", truncate_ragged_lines=True, comment_prefix=None,
+    )
+
+
+# byte width of a line with its newline (a last line without one counts one byte more). Int64 before any sum:
+# len_bytes is UInt32 and would overflow past 4 GiB (§11.2)
+WIDTH = (pl.col("text").str.len_bytes().fill_null(0).cast(pl.Int64) + 1).alias("width")
+
+
 def _lines(path: str) -> pl.LazyFrame:
     """The file as one string column ``text``, one row per physical line, with ``lineno`` and byte ``width``."""
-    return (
-        pl.scan_csv(
-            path, has_header=False, separator="\x01", quote_char=None, new_columns=["text"],
-            infer_schema=False, encoding="utf8-lossy", truncate_ragged_lines=True, comment_prefix=None,
-        )
-        .with_row_index("lineno", offset=1)
-        # Int64 before any sum: len_bytes is UInt32 and would overflow past 4 GiB (§11.2)
-        .with_columns(width=pl.col("text").str.len_bytes().fill_null(0).cast(pl.Int64) + 1)
-    )
+    return _csv(path).with_row_index("lineno", offset=1).with_columns(WIDTH)
 
 
 class _MorselOffsets:
@@ -180,15 +199,14 @@ class _MorselOffsets:
 
 def _scan_headers(path: str, keep_text: bool) -> pl.DataFrame:
     """Streaming pass: header rows and blank rows (``text`` null, rare), with line number, offset and width."""
-    payload = pl.col("text").str.starts_with("\t").fill_null(False)
     morsels = _MorselOffsets()
     lines = (
         _lines(path)
         .select("lineno", "width", "text")
         .map_batches(morsels, streamable=True, schema={"lineno": pl.UInt32, "width": pl.Int64, "text": pl.String,
                                                         "local": pl.Int64})
-        .filter(~payload)
-        .select(pl.col("lineno").cast(pl.Int64), "local", "width", "text")
+        .filter(~PAYLOAD)
+        .select(pl.lit(0, pl.Int32).alias(FILE), pl.col("lineno").cast(pl.Int64), "local", "width", "text")
     )
     with _scan_env():
         rows = _extract(lines, keep_text).collect(engine="streaming")
@@ -200,8 +218,8 @@ def _scan_headers(path: str, keep_text: bool) -> pl.DataFrame:
     lines = (
         _lines(path)
         .with_columns(offset=pl.col("width").cum_sum() - pl.col("width"))
-        .filter(~payload)
-        .select(pl.col("lineno").cast(pl.Int64), "offset", "width", "text")
+        .filter(~PAYLOAD)
+        .select(pl.lit(0, pl.Int32).alias(FILE), pl.col("lineno").cast(pl.Int64), "offset", "width", "text")
     )
     with _scan_env():
         return _extract(lines, keep_text).collect(engine="streaming")
@@ -265,14 +283,72 @@ def index_fast(path: str, keep_text: bool) -> pl.DataFrame:
     """Polars streaming index; raises :class:`Inexact` when decoded widths and bytes on disk disagree."""
     size = os.path.getsize(path)
     rows = _scan_headers(path, keep_text)
+    with open(path, "rb") as fh:
+        idx, inexact = _payload_ranges(rows, [(fh, size)], keep_text)
+    if inexact:
+        raise Inexact
+    return idx
+
+
+def clean(data: bytes) -> bool:
+    """Whether :func:`index_batch` may index ``data`` (a whole file): valid UTF-8 without U+FFFD, CR, ``\\x01``,
+    NUL or a byte-order mark, so that every line the CSV reader decodes is the bytes on disk, alone in a file or
+    after other files. (The other files go to :func:`index_file`, which takes the exact path for most of them.)"""
+    if any(b in data for b in (b"\r", b"\x01", b"\x00", "\ufffd".encode())) or data.startswith(b"\xef\xbb\xbf"):
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def index_batch(datas: list[bytes], keep_text: bool) -> tuple[pl.DataFrame, set[int]]:
+    """The indexes of several small :func:`clean` files (their bytes) in one in-memory query: the lines of all
+    of them, with column ``file`` (position in ``datas``), through the same extraction (:func:`_extract`) and
+    payload ranges (:func:`_payload_ranges`) as :func:`index_fast`, so that Polars' fixed cost per operation is
+    paid once per batch. Each file's rows equal ``index_fast`` of that file alone (with ``file`` set).
+
+    Returns the index and the files :func:`index_fast` would refuse (:class:`Inexact`: no record header, or the
+    bytes disagree): their rows are left out, index them alone with :func:`index_file`. Raises
+    :class:`Inexact` when the CSV reader does not give one row per line of each file."""
+    counts = [d.count(b"\n") + (0 if d.endswith(b"\n") else 1) for d in datas]
+    lines = _csv(b"".join(d if d.endswith(b"\n") else d + b"\n" for d in datas)).collect()
+    if lines.height != sum(counts):
+        raise Inexact
+    file = pl.select(pl.lit(pl.Series(range(len(datas)), dtype=pl.Int32)).repeat_by(pl.lit(pl.Series(counts)))
+                     .explode().alias(FILE))
+    lf = (
+        lines.hstack(file).lazy()
+        .with_columns(lineno=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(FILE), width=WIDTH)
+        .with_columns(offset=(pl.col("width").cum_sum() - pl.col("width")).over(FILE))
+        .filter(~PAYLOAD)
+        .select(FILE, "lineno", "offset", "width", "text")
+    )
+    rows = _extract(lf, keep_text).collect()
+    return _payload_ranges(rows, [(io.BytesIO(d), len(d)) for d in datas], keep_text)
+
+
+def _payload_ranges(rows: pl.DataFrame, files: list[tuple[BinaryIO, int]], keep_text: bool
+                    ) -> tuple[pl.DataFrame, set[int]]:
+    """The index of the files of ``rows`` (their header and blank rows from the scan, ``file`` = position in
+    ``files``: (opened file, size) each): a record's payload range follows from two consecutive headers; the
+    records with blank lines, the last record (up to the end of its file) and the lines before the first header
+    are measured exactly from the bytes. Returns the index and the files whose bytes are not what the scan decoded
+    (or that have no header at all: nothing to anchor the offsets); their rows are left out."""
+    multi = len(files) > 1
+
+    def per_file(e: pl.Expr) -> pl.Expr:
+        return e.over(FILE) if multi else e
+
     blank = pl.col("width") == 1  # a header line is never empty
-    rows = rows.with_columns(rec=(~blank).cast(pl.Int64).cum_sum())  # blank rows: the record they follow
-    blank_recs = rows.select("rec", "width").filter(blank)["rec"].unique().to_list()  # (select, then filter)
+    rows = rows.with_columns(rec=per_file((~blank).cast(pl.Int64).cum_sum()))  # blank rows: the record they follow
+    key = pl.col(FILE).cast(pl.Int64) * KEY + pl.col("rec")
+    blank_recs = rows.select(key.alias("key"), "width").filter(blank)["key"].unique().to_list()  # (select, filter)
     hdr = rows.filter(~blank) if blank_recs else rows  # (a filter copies every column)
-    if hdr.is_empty():
-        raise Inexact  # no header at all: nothing to anchor the offsets (tiny or damaged file)
-    nxt = pl.col("offset").shift(-1)
-    plines = (pl.col("lineno").shift(-1) - pl.col("lineno") - 1).cast(pl.Int32)  # no blank line in between
+    inexact = set(range(len(files))) - set(hdr[FILE].unique().to_list())  # no header: tiny or damaged
+    nxt = per_file(pl.col("offset").shift(-1))
+    plines = per_file(pl.col("lineno").shift(-1) - pl.col("lineno") - 1).cast(pl.Int32)  # no blank line between
     has_pay = plines > 0
     hdr = hdr.with_columns(
         pay_start=pl.when(has_pay).then(pl.col("offset") + pl.col("width")),
@@ -281,36 +357,50 @@ def index_fast(path: str, keep_text: bool) -> pl.DataFrame:
         other_end=pl.when(has_pay).then(nxt),
         bad_utf8=pl.lit(0, pl.Int32),
         # records with blank lines, and the last record (up to the end of the file): measured from the bytes
-        exact=pl.col("rec").is_in(blank_recs) | nxt.is_null(),
+        exact=key.is_in(blank_recs) | nxt.is_null(),
         nxt=nxt,
     )
-    patches: list[dict[str, Any]] = []
-    with open(path, "rb") as fh:
-        _check_last_header(fh, hdr.row(-1, named=True), size)
-        first_offset = hdr["offset"][0]
-        if first_offset > 0:  # rec 0: lines before the first header
-            fh.seek(0)
-            ps, pe, pn, oe = _measure(fh.read(first_offset), 0)
-            patches.append({"rec": 0, "pay_start": ps, "pay_end": pe, "pay_lines": pn, "other_end": oe})
-        for rec, off, width, nxt_off in (
-            hdr.select("rec", "offset", "width", "nxt", "exact").filter("exact").drop("exact").iter_rows()
-        ):
-            start = off + width
-            end = size if nxt_off is None else nxt_off
-            fh.seek(start)
-            ps, pe, pn, oe = _measure(fh.read(max(0, end - start)), start)
-            patches.append({"rec": rec, "pay_start": ps, "pay_end": pe, "pay_lines": pn, "other_end": oe})
-    # patch the measured records in place (header rec r is row r - 1; a join would copy every column)
-    fix = pl.DataFrame(patches, schema={"rec": pl.Int64, "pay_start": pl.Int64, "pay_end": pl.Int64,
-                                        "pay_lines": pl.Int32, "other_end": pl.Int64})
-    lead, fix = fix.filter(pl.col("rec") == 0), fix.filter(pl.col("rec") > 0)
-    at = fix["rec"] - 1
+    ends = hdr.select(FILE, "rec", "offset", "width", "nxt", "exact", "time", "pid",
+                      pos=pl.int_range(pl.len(), dtype=pl.Int64), first=pl.col(FILE).is_first_distinct(),
+                      last=pl.col(FILE).is_last_distinct())
+    patches: dict[int, list[dict[str, Any]]] = {}
+    for row in ends.filter(pl.col("exact") | pl.col("first") | pl.col("last")).iter_rows(named=True):
+        f = row[FILE]
+        fh, size = files[f]
+        try:
+            if row["last"]:
+                _check_last_header(fh, row, size)
+            if row["first"] and row["offset"] > 0:  # rec 0: lines before the first header
+                fh.seek(0)
+                ps, pe, pn, oe = _measure(fh.read(row["offset"]), 0)
+                patches.setdefault(f, []).append({FILE: f, "pos": None, "rec": 0, "pay_start": ps, "pay_end": pe,
+                                                  "pay_lines": pn, "other_end": oe})
+            if row["exact"]:
+                start = row["offset"] + row["width"]
+                end = size if row["nxt"] is None else row["nxt"]
+                fh.seek(start)
+                ps, pe, pn, oe = _measure(fh.read(max(0, end - start)), start)
+                patches.setdefault(f, []).append({FILE: f, "pos": row["pos"], "rec": row["rec"], "pay_start": ps,
+                                                  "pay_end": pe, "pay_lines": pn, "other_end": oe})
+        except Inexact:
+            inexact.add(f)
+    # patch the measured records in place (a join would copy every column)
+    fix = pl.DataFrame([p for f, got in patches.items() if f not in inexact for p in got],
+                       schema={FILE: pl.Int32, "pos": pl.Int64, "rec": pl.Int64, "pay_start": pl.Int64,
+                               "pay_end": pl.Int64, "pay_lines": pl.Int32, "other_end": pl.Int64})
+    lead, fix = fix.filter(pl.col("rec") == 0).drop("pos"), fix.filter(pl.col("rec") > 0)
+    at = fix["pos"]
     hdr = hdr.with_columns(hdr[c].scatter(at, fix[c]) for c in ("pay_start", "pay_end", "pay_lines", "other_end"))
-    hdr = hdr.select(_columns(keep_text))
+    columns = [FILE, *_columns(keep_text)]
+    hdr = hdr.select(columns)
     if lead.height:
-        hdr = pl.concat([lead, hdr], how="diagonal_relaxed").select(_columns(keep_text))
+        hdr = pl.concat([lead, hdr], how="diagonal_relaxed").select(columns)
         hdr = hdr.with_columns(bad_utf8=pl.col("bad_utf8").fill_null(0))
-    return hdr
+        if multi:
+            hdr = hdr.sort(FILE, "rec", maintain_order=True)
+    if inexact and multi:
+        hdr = hdr.filter(~pl.col(FILE).is_in(sorted(inexact)))
+    return hdr, inexact
 
 
 def index_exact(path: str, keep_text: bool) -> pl.DataFrame:
@@ -359,7 +449,8 @@ def index_exact(path: str, keep_text: bool) -> pl.DataFrame:
     hdr = df.filter(pl.col("lineno").is_not_null())
     extracted = _extract(hdr.lazy(), keep_text).collect()
     rest = df.filter(pl.col("lineno").is_null()).drop("text")
-    return pl.concat([extracted, rest], how="diagonal_relaxed").sort("rec").select(_columns(keep_text))
+    return pl.concat([extracted, rest], how="diagonal_relaxed").sort("rec").select(
+        pl.lit(0, pl.Int32).alias(FILE), *_columns(keep_text))
 
 
 def header_text(fh: BinaryIO, offset: int, width: int) -> str:

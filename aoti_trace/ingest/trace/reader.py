@@ -3,6 +3,7 @@
 Public API::
 
     read_trace(files: list[Path], run_id: str, *, verify: bool | None = None) -> Frames
+    read_groups(groups: list[list[tuple[Path, str]]], *, verify=None) -> list[Frames]  # many runs' files at once
     read_payload(path: str | Path, offset: int, length: int) -> str
     read_payloads(path: str | Path, ranges: list[tuple[int, int]]) -> list[str]   # several, in one pass
     payload_text(row: dict) -> str                      # a row of `events` / `artifacts` (needs path + payload_*)
@@ -10,10 +11,14 @@ Public API::
 
 How a file is read (see trace-format.md §11 and :mod:`aoti_trace.ingest.trace.index`):
 
-* The file is indexed once, by a Polars streaming query (or a byte-exact Python scanner for CRLF, invalid UTF-8
+* The file is indexed once, by a Polars query (streaming for a file read alone; see below) (or a byte-exact Python scanner for CRLF, invalid UTF-8
   and ``\\x01`` bytes). Only small header columns are kept (no header text: a 64-bit hash stands for the stack);
   payloads stay on disk as ``(payload_offset, payload_length)`` and are read on demand with :func:`read_payload`,
   which strips exactly one leading TAB per line. The header lines that are JSON-decoded are re-read by byte range.
+* Every file's frames are those it has when read alone. Files up to ``SMALL_FILE`` bytes are read into memory and
+  those read in one call are indexed by one query and built by one pass over all of them (a ``file`` column keys
+  what is per file: damage, sessions, ``str`` tables), so that Polars' fixed cost per operation is paid per batch
+  (:func:`read_groups`); larger files are indexed by a streaming query and built alone.
 * ``.log.gz`` files are decompressed (streaming, bounded: :mod:`aoti_trace.ingest.files`) to a temporary file that
   is indexed and then deleted; a corrupt or truncated stream keeps what decompressed before the damage
   (``bad_gzip``), and so does one that inflates past the size or ratio limit (a gzip bomb). Payload offsets refer
@@ -46,18 +51,23 @@ neither a record header nor a payload line), ``bad_utf8``, ``unknown_event``, ``
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterable
 
 import polars as pl
 
-from aoti_trace.model.frames import Frames
+from aoti_trace.model.frames import Frames, conform, schema
 from aoti_trace.ingest import files, safe_json
-from aoti_trace.ingest.trace import meta
-from aoti_trace.ingest.trace.index import CATEGORICAL, STACK_SEP, header_text, index_file
+from aoti_trace.ingest.trace import index, meta
+from aoti_trace.ingest.trace.index import CATEGORICAL, FILE, KEY, STACK_SEP, header_text
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
 
 THOROUGH_LIMIT = 64 * 1024 * 1024  # bytes: full MD5 + JSON checks below this file size when verify=None
 RANK_FILE_RE = re.compile(r"rank_(\d+)_")
@@ -151,77 +161,219 @@ def payload_md5_ok(path: str | Path, offset: int | None, length: int | None, md5
 
 
 # ----------------------------------------------------------------------------------------------- reading
+# Files up to SMALL_FILE bytes (decompressed) are read together (read_groups), at most BATCH_BYTES of them per
+# batch. Reading a file alone costs ~70 Polars operations (~25 CPU-ms under load) plus ~50 CPU-ms per MB; over
+# 1 MiB that fixed cost is under a third of the file's and shrinking, while a batch holds its files' text in memory
+# (the bytes, the joined bytes and the decoded lines: ~3-4x BATCH_BYTES at its peak). bench/RESULTS.md section 000.
+SMALL_FILE = 1 << 20
+BATCH_BYTES = 16 << 20
+
+
 def read_trace(files: list[Path], run_id: str, *, verify: bool | None = None) -> Frames:
-    """Frames ``events``, ``compiles``, ``artifacts``, ``stacks``, ``damage`` of the trace ``files`` of one run."""
-    frames = Frames()
-    for path in files:
-        _read_file(Path(path), run_id, verify, frames)
-    return frames
+    """Frames ``events``, ``compiles``, ``artifacts``, ``stacks``, ``damage`` of the trace ``files`` of one run:
+    the frames of each file as if it were read alone, concatenated in order (:func:`read_groups`)."""
+    return read_groups([[(Path(path), run_id) for path in files]], verify=verify)[0]
 
 
-def _damage_frame(run_id: str, path: str, problems: meta.Problems) -> pl.DataFrame:
-    rows = [
-        {"run_id": run_id, "path": path, "lineno": lineno, "kind": kind, "count": count, "detail": detail}
-        for kind, (count, lineno, detail) in problems.rows.items()
-    ]
-    return pl.DataFrame(rows, schema={"run_id": pl.String, "path": pl.String, "lineno": pl.Int64,
-                                      "kind": pl.String, "count": pl.Int64, "detail": pl.String})
+def read_groups(groups: list[list[tuple[Path, str]]], *, verify: bool | None = None) -> list[Frames]:
+    """The trace frames of each group of ``(file, run_id)``, in order: each file's frames are those it has when read
+    alone, and a group's frames are its files' concatenated in order (:class:`Frames` appends).
 
-
-def _read_file(path: Path, run_id: str, verify: bool | None, frames: Frames) -> None:
-    problems = meta.Problems()
-    shown = str(path)
-    tmp: str | None = None
+    How: each file's frames are built from its index (:mod:`aoti_trace.ingest.trace.index`) by :func:`_build`.
+    A file over :data:`SMALL_FILE` bytes is indexed alone (a streaming query, bounded memory) and built alone.
+    Smaller files are read into memory and the consecutive ones (across groups, up to :data:`BATCH_BYTES`) are
+    indexed by one query (:func:`index.index_batch`) and built by one :func:`_build` over all of them (column
+    ``file``), so that Polars' fixed cost per operation (~0.1-0.5 ms, ~70 operations) is paid per batch and not
+    per file (bench/RESULTS.md). A file the batch query cannot index as it would alone (not :func:`index.clean`,
+    no record header, offsets that drift) is indexed alone and built with the batch."""
+    items: list[_File] = []
+    bounds = [0]
+    parts: list[dict[str, pl.DataFrame]] = []
+    batch: list[_File] = []
+    waiting = 0  # bytes in batch
     try:
+        for group in groups:
+            for path, run_id in group:
+                f = _open(Path(path), run_id, verify, len(items))
+                items.append(f)
+                if f.fh is None:  # damage only
+                    f.close()
+                    continue
+                if f.data is None:  # large
+                    parts.extend(_flush(batch))
+                    parts.append(_read_together([f]))
+                    f.close()
+                    continue
+                if batch and (waiting + f.size > BATCH_BYTES or f.thorough != batch[0].thorough):
+                    parts.extend(_flush(batch))
+                    waiting = 0
+                batch.append(f)
+                waiting += f.size
+            bounds.append(len(items))
+        parts.extend(_flush(batch))
+    finally:  # (after an error; each file is closed once read)
+        for f in items:
+            f.close()
+    return _split(parts, items, bounds)
+
+
+def _flush(batch: list[_File]) -> list[dict[str, pl.DataFrame]]:
+    """The frames of the small files waiting in ``batch`` (then closed, and ``batch`` emptied), if any."""
+    out = [_read_together(batch)] if batch else []
+    for f in batch:
+        f.close()
+    batch.clear()
+    return out
+
+
+def _split(parts: list[dict[str, pl.DataFrame]], items: list[_File], bounds: list[int]) -> list[Frames]:
+    """One :class:`Frames` per group (files ``bounds[g]:bounds[g + 1]`` of ``items``) from the frames of all files
+    (column ``file``: position in ``items``, ascending). A group has the frames that reading its files one by one
+    gives: ``events``, ``artifacts`` and ``stacks`` when one of its files has a record, ``compiles`` when it has
+    rows, ``damage`` when it has a file."""
+    names: dict[str, list[pl.DataFrame]] = {}
+    for part in parts:
+        for name, df in part.items():
+            names.setdefault(name, []).append(df)
+    damage = [{"run_id": f.run_id, "path": f.shown, "lineno": lineno, "kind": kind, "count": count,
+               "detail": detail, FILE: f.at} for f in items for kind, (count, lineno, detail) in f.problems.rows.items()]
+    names["damage"] = [pl.DataFrame(damage, schema={**schema("damage"), FILE: pl.Int32})]
+    whole = {name: dfs[0] if len(dfs) == 1 else pl.concat(dfs, how="diagonal_relaxed") for name, dfs in names.items()}
+    at = pl.Series(bounds, dtype=pl.Int32)
+    cuts = {name: df[FILE].search_sorted(at, side="left").to_list() for name, df in whole.items()}
+    out = []
+    for g in range(len(bounds) - 1):
+        lo, hi = bounds[g], bounds[g + 1]
+        built = any(f.built for f in items[lo:hi])
+        tables = {}
+        for name, df in whole.items():
+            rows = df.slice(cuts[name][g], cuts[name][g + 1] - cuts[name][g])
+            if name in ("events", "artifacts", "stacks") and not built or name == "compiles" and not rows.height \
+                    or name == "damage" and lo == hi:
+                continue
+            tables[name] = conform(name, rows.drop(FILE))
+        out.append(Frames(tables))
+    return out
+
+
+@dataclass
+class _File:
+    """One trace file being read: its opened bytes, what its frames need besides its index, its damage."""
+
+    at: int  # position among the files read together (column ``file`` of the frames)
+    shown: str
+    run_id: str
+    problems: meta.Problems = field(default_factory=meta.Problems)
+    fh: BinaryIO | None = None  # the file to index (its bytes, for a small file); None: not indexed (damage)
+    local: str = ""  # its path (a temporary file for a .gz)
+    tmp: str | None = None  # that temporary file
+    data: bytes | None = None  # the bytes of a small file
+    size: int = 0
+    thorough: bool = True
+    ends_with_newline: bool = True
+    rank: int | None = None  # from the file name
+    built: bool = False  # has records: events, artifacts and stacks were built for it
+
+    def close(self) -> None:
+        """Close the file, drop its bytes and delete its temporary file (again: nothing)."""
+        if self.fh is not None:
+            self.fh.close()
+        self.fh = self.data = None
+        if self.tmp:
+            os.unlink(self.tmp)
+            self.tmp = None
+
+
+def _open(path: Path, run_id: str, verify: bool | None, at: int) -> _File:
+    """Open ``path`` for indexing (``fh`` set), or record why it is not indexed (damage, ``fh`` None). A small file
+    is read into memory and closed; a ``.gz`` is decompressed to a temporary file first."""
+    shown = str(path)
+    f = _File(at, shown, run_id)
+    problems = f.problems
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
+        return f
+    special = files.special_file(st)
+    if special is not None:
+        problems.add("not_regular_file", None, f"{shown} is {special}, not a file: not read")
+        return f
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 (closed below; opened first so that an unreadable file is damage)
+    except OSError as exc:
+        problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
+        return f
+    with fh:
         try:
-            st = os.stat(path)
-        except OSError as exc:
-            problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
-            return
-        special = files.special_file(st)
-        if special is not None:
-            problems.add("not_regular_file", None, f"{shown} is {special}, not a file: not read")
-            return
-        try:
-            fh = open(path, "rb")  # noqa: SIM115 (closed below; opened first so that an unreadable file is damage)
-        except OSError as exc:
-            problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
-            return
-        with fh:
-            try:
-                gz = path.name.endswith(".gz") or fh.read(2) == files.GZIP_MAGIC  # also a gzip named .log
-                fh.seek(0)
-                if gz:
-                    tmp = _inflate_to_temp(fh, shown, problems)
-            except OSError as exc:
-                problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
-                return
-            local, size = (tmp, os.path.getsize(tmp)) if tmp else (str(path), os.fstat(fh.fileno()).st_size)
-        if size == 0:
-            problems.add("empty_file", None, f"{shown} is empty (the process wrote no record)")
-            return
-        thorough = verify if verify is not None else size <= THOROUGH_LIMIT
-        try:
-            fh = open(local, "rb")  # noqa: SIM115
-        except OSError as exc:
-            problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
-            return
-        with fh:
-            packed = files.compressed(fh.read(4))
-            if packed:  # the indexer's CSV reader would decompress it by its magic bytes (and fail on damage)
-                problems.add("bad_header", 1, f"{shown} holds {packed}-compressed data"
-                             f"{' inside its gzip stream' if gz else ''}, not TORCH_TRACE text: not indexed")
-                return
-            fh.seek(max(0, size - 1))
-            ends_with_newline = fh.read(1) == b"\n"
+            gz = path.name.endswith(".gz") or fh.read(2) == files.GZIP_MAGIC  # also a gzip named .log
             fh.seek(0)
-            file_rank = RANK_FILE_RE.search(path.name)
-            _build(local, size, fh, shown, run_id, int(file_rank[1]) if file_rank else None, thorough,
-                   ends_with_newline, problems, frames)
-    finally:
-        if tmp:
-            os.unlink(tmp)
-        frames.add("damage", _damage_frame(run_id, shown, problems))
+            if gz:
+                f.tmp = _inflate_to_temp(fh, shown, problems)
+        except OSError as exc:
+            problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
+            return f
+        f.local, f.size = (f.tmp, os.path.getsize(f.tmp)) if f.tmp else (str(path), os.fstat(fh.fileno()).st_size)
+    if f.size == 0:
+        problems.add("empty_file", None, f"{shown} is empty (the process wrote no record)")
+        return f
+    f.thorough = verify if verify is not None else f.size <= THOROUGH_LIMIT
+    try:
+        opened: BinaryIO = open(f.local, "rb")  # noqa: SIM115 (closed by _File.close)
+    except OSError as exc:
+        problems.add("unreadable", None, f"cannot read {shown}: {exc.strerror or exc}")
+        return f
+    try:
+        packed = files.compressed(opened.read(4))
+        if packed:  # the indexer's CSV reader would decompress it by its magic bytes (and fail on damage)
+            problems.add("bad_header", 1, f"{shown} holds {packed}-compressed data"
+                         f"{' inside its gzip stream' if gz else ''}, not TORCH_TRACE text: not indexed")
+            opened.close()
+            return f
+        opened.seek(max(0, f.size - 1))
+        f.ends_with_newline = opened.read(1) == b"\n"
+        opened.seek(0)
+        if f.size <= SMALL_FILE:
+            f.data = opened.read(f.size)
+            opened.close()
+            opened = io.BytesIO(f.data)
+    except BaseException:
+        opened.close()
+        raise
+    file_rank = RANK_FILE_RE.search(path.name)
+    f.rank = int(file_rank[1]) if file_rank else None
+    f.fh = opened
+    return f
+
+
+def _read_together(batch: list[_File]) -> dict[str, pl.DataFrame]:
+    """Index and build the files of ``batch`` (one large file, or small files with their bytes in memory); column
+    ``file`` of the frames: each file's :attr:`_File.at`."""
+    thorough = batch[0].thorough
+    parts: list[pl.DataFrame] = []
+    alone = set(range(len(batch)))
+    clean = [i for i, f in enumerate(batch) if f.data is not None and index.clean(f.data)]
+    if len(clean) > 1:
+        try:
+            idx, inexact = index.index_batch([batch[i].data or b"" for i in clean], keep_text=thorough)
+        except (index.Inexact, pl.exceptions.PolarsError):
+            pass  # each file alone, below
+        else:
+            parts.append(idx.with_columns(_of_file(clean, pl.Int32).alias(FILE)))  # position in clean -> in batch
+            alone -= {i for j, i in enumerate(clean) if j not in inexact}
+    parts += [index.index_file(batch[i].local, batch[i].size, keep_text=thorough)[0]
+              .with_columns(pl.lit(i, pl.Int32).alias(FILE)) for i in sorted(alone)]
+    idx = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical").sort(FILE, maintain_order=True)
+    del parts
+    at = _of_file([f.at for f in batch], pl.Int32).alias(FILE)
+    return {name: df.with_columns(at) for name, df in _build(idx, batch, thorough).items()}
+
+
+def _of_file(values: list[Any], dtype: PolarsDataType) -> pl.Expr:
+    """``values[file]`` of each row (a literal when there is one file)."""
+    if len(values) == 1:
+        return pl.lit(values[0], dtype)
+    return pl.lit(pl.Series(values, dtype=dtype)).gather(pl.col(FILE))
 
 
 def _inflate_to_temp(src: BinaryIO, shown: str, problems: meta.Problems) -> str:
@@ -252,82 +404,95 @@ def _display_compile_id() -> pl.Expr:
     return pl.when(any_id).then(pl.format("[{}]", body))
 
 
-def _texts(hdr: pl.DataFrame, fh: BinaryIO) -> list[str]:
-    """Header texts of the rows of ``hdr`` (kept in the index, or re-read by byte range)."""
+def _texts(hdr: pl.DataFrame, files: list[_File]) -> list[str]:
+    """Header texts of the rows of ``hdr`` (kept in the index, or re-read by byte range from their file)."""
     if "json_text" in hdr.columns:
         return hdr["json_text"].to_list()
-    return [header_text(fh, off, width) for off, width in hdr.select("offset", "width").iter_rows()]
+    return [header_text(files[f].fh, off, width)  # (an indexed file has fh)
+            for f, off, width in hdr.select(FILE, "offset", "width").iter_rows()]
 
 
-def _build(local: str, size: int, fh: BinaryIO, shown: str, run_id: str, file_rank: int | None, thorough: bool,
-           ends_with_newline: bool, problems: meta.Problems, frames: Frames) -> None:
-    """Index ``local`` and add its frames. Memory (bench/RESULTS.md): the index is dropped as soon as the frames
-    that share its columns exist, and the compile rows (JSON decoding, little allocation) are built before the
-    large frames, which gives the allocator time to return the streaming query's freed buffers."""
-    idx, _ = index_file(local, size, keep_text=thorough)
+def _build(idx: pl.DataFrame, files: list[_File], thorough: bool) -> dict[str, pl.DataFrame]:
+    """The frames of the files whose index is ``idx`` (column ``file``: position in ``files``; one large file or
+    several small ones), with that column; their damage goes to each file's ``problems``.
+
+    Every step runs once over all the files; what is per file (damage, the first row of a file, sessions, stacks
+    resolved through the file's own ``str`` table) is keyed by ``file``, so that each file's rows are those it has
+    when built alone. Memory (bench/RESULTS.md): the index is dropped as soon as the frames that share its columns
+    exist, and the compile rows (JSON decoding, little allocation) are built before the large frames, which gives
+    the allocator time to return the streaming query's freed buffers."""
     # fffd, other_end: used by the indexer only. time, md5: copied into one exactly sized buffer each (the
     # streaming query leaves one partly filled buffer per morsel: ~45 instead of ~30 MB per GB of log each);
     # lower-casing copies and changes nothing here (digits and punctuation, lower-case hex). Done now, so that the
     # freed buffers are returned to the OS during the JSON decoding below, before the large frames are built.
     idx = idx.drop("fffd", "other_end").with_columns(pl.col("time", "md5").str.to_lowercase())
-    last_rec = idx["rec"].max()
+    last_rec = dict(idx.select(FILE, "rec").filter(pl.col(FILE).is_last_distinct()).iter_rows())  # rec ascends
     # ---- lines before the first header
-    lead = idx.filter(pl.col("lineno").is_null() & (pl.col("pay_lines") > 0))
-    if lead.height:
-        problems.add("orphan_payload", 1 if lead["pay_start"][0] == 0 else None,
-                     f"{lead['pay_lines'][0]} payload line(s) before the first record header", int(lead["pay_lines"][0]))
+    lead = idx.select(FILE, "lineno", "pay_start", "pay_lines").filter(
+        pl.col("lineno").is_null() & (pl.col("pay_lines") > 0))
+    for f, _, start, lines in lead.iter_rows():
+        files[f].problems.add("orphan_payload", 1 if start == 0 else None,
+                              f"{lines} payload line(s) before the first record header", int(lines))
     hdr = _keep(idx, pl.col("lineno").is_not_null())
     del idx
     # ---- bad UTF-8 (exact path only)
-    bad = hdr.filter(pl.col("bad_utf8") > 0)
+    bad = hdr.select(FILE, "lineno", "bad_utf8").filter(pl.col("bad_utf8") > 0)
     if bad.height:
-        problems.add("bad_utf8", int(bad["lineno"][0]),
-                     f"invalid UTF-8 in {int(bad['bad_utf8'].sum())} line(s), first in the record at line "
-                     f"{bad['lineno'][0]}; decoded with replacement", int(bad["bad_utf8"].sum()))
+        for f, lineno, count in bad.group_by(FILE, maintain_order=True).agg(
+                pl.col("lineno").first(), pl.col("bad_utf8").sum()).iter_rows():
+            files[f].problems.add("bad_utf8", int(lineno), f"invalid UTF-8 in {int(count)} line(s), first in the "
+                                  f"record at line {lineno}; decoded with replacement", int(count))
     # ---- lines that are not record headers
-    nohead = hdr.filter(pl.col("event").is_null())
-    for row in nohead.select("rec", "lineno").iter_rows(named=True):
-        if row["rec"] == last_rec and not ends_with_newline:
-            problems.add("truncated_line", row["lineno"], f"the file ends inside line {row['lineno']} (no record header)")
+    for f, rec, lineno in hdr.select(FILE, "rec", "lineno", "event").filter(pl.col("event").is_null()).select(
+            FILE, "rec", "lineno").iter_rows():
+        if rec == last_rec[f] and not files[f].ends_with_newline:
+            files[f].problems.add("truncated_line", lineno, f"the file ends inside line {lineno} (no record header)")
         else:
-            problems.add("bad_header", row["lineno"], f"line {row['lineno']} is neither a record header nor a payload line")
+            files[f].problems.add("bad_header", lineno, f"line {lineno} is neither a record header nor a payload line")
     hdr = _keep(hdr, pl.col("event").is_not_null())
+    present = set(hdr[FILE].unique().to_list())
+    for at, f in enumerate(files):
+        if at not in present and not f.problems.rows:
+            f.problems.add("empty_file", None, f"{f.shown} holds no trace record")
     if hdr.is_empty():
-        if not problems.rows:
-            problems.add("empty_file", None, f"{shown} holds no trace record")
-        return
+        return {}
+    for at in present:
+        files[at].built = True
     # ---- cut or broken header JSON
-    cut = hdr.filter(~pl.col("looks_complete"))
-    for row in cut.select("rec", "lineno", "event").iter_rows(named=True):
-        if row["rec"] == last_rec and not ends_with_newline:
-            problems.add("truncated_line", row["lineno"], f"the file ends inside the header of a "
-                         f"{row['event']} record at line {row['lineno']}")
+    cut = hdr.select(FILE, "rec", "lineno", "event", "looks_complete").filter(~pl.col("looks_complete"))
+    for f, rec, lineno, event, _ in cut.iter_rows():
+        if rec == last_rec[f] and not files[f].ends_with_newline:
+            files[f].problems.add("truncated_line", lineno, f"the file ends inside the header of a {event} record "
+                                  f"at line {lineno}")
         else:
-            problems.add("bad_json", row["lineno"], f"line {row['lineno']}: {row['event']} header is not complete JSON")
+            files[f].problems.add("bad_json", lineno, f"line {lineno}: {event} header is not complete JSON")
     if thorough:
-        for lineno, text in hdr.select("lineno", "json_text", "looks_complete").filter("looks_complete").select(
-                "lineno", "json_text").iter_rows():
+        for f, lineno, text in hdr.select(FILE, "lineno", "json_text", "looks_complete").filter(
+                "looks_complete").select(FILE, "lineno", "json_text").iter_rows():
             try:
                 safe_json.loads(text[text.index("] {") + 2:])
             except ValueError:
-                problems.add("bad_json", lineno, f"line {lineno}: header JSON does not decode")
+                files[f].problems.add("bad_json", lineno, f"line {lineno}: header JSON does not decode")
     # ---- unknown events
-    unknown = hdr.filter(~pl.col("event").is_in(list(meta.KNOWN_EVENTS)))
+    unknown = hdr.select(FILE, "lineno", "event").filter(~pl.col("event").is_in(list(meta.KNOWN_EVENTS)))
     if unknown.height:
-        names = unknown["event"].unique(maintain_order=True).to_list()
-        problems.add("unknown_event", int(unknown["lineno"][0]),
-                     f"{len(names)} event name(s) unknown to aoti-trace: {', '.join(names[:8])}", unknown.height)
+        for f, lineno, names, count in unknown.group_by(FILE, maintain_order=True).agg(
+                pl.col("lineno").first(), pl.col("event").unique(maintain_order=True), pl.len()).iter_rows():
+            files[f].problems.add("unknown_event", int(lineno), f"{len(names)} event name(s) unknown to aoti-trace: "
+                                  f"{', '.join(names[:8])}", count)
     # ---- orphan payloads
-    orphans = hdr.filter(pl.col("md5").is_null() & (pl.col("pay_lines") > 0))
+    orphans = hdr.select(FILE, "lineno", "md5", "pay_lines").filter(
+        pl.col("md5").is_null() & (pl.col("pay_lines") > 0))
     if orphans.height:
-        problems.add("orphan_payload", int(orphans["lineno"][0]) + 1,
-                     f"payload lines after the header at line {orphans['lineno'][0]}, which has no has_payload",
-                     int(orphans["pay_lines"].sum()))
+        for f, lineno, lines in orphans.group_by(FILE, maintain_order=True).agg(
+                pl.col("lineno").first(), pl.col("pay_lines").sum()).iter_rows():
+            files[f].problems.add("orphan_payload", int(lineno) + 1, f"payload lines after the header at line "
+                                  f"{lineno}, which has no has_payload", int(lines))
     # ---- MD5
-    md5_ok = _check_md5(hdr, fh, thorough, last_rec, problems)  # type: ignore[arg-type]  # max() of the Int64 rec column
+    md5_ok = _check_md5(hdr, files, thorough, last_rec)
     # ---- interned strings and stacks
-    strings = _interned(hdr, fh, problems)
-    stack_of = _stacks(hdr, fh, strings, problems)  # stack_hash -> (frames, api, user_frame)
+    strings = _interned(hdr, files)
+    stack_of = _stacks(hdr, files, strings)  # (file, stack_hash) -> (frames, api, user_frame)
     # ---- sessions
     session = _sessions(hdr, stack_of)
     base = hdr.select(pl.exclude("json_text")).with_columns(session=session, md5_ok=md5_ok,
@@ -335,30 +500,32 @@ def _build(local: str, size: int, fh: BinaryIO, shown: str, run_id: str, file_ra
     del hdr, md5_ok, session
     text = _strings_of(base)
     events = base.select(
-        pl.lit(run_id).alias("run_id"), pl.lit(shown).alias("path"), "lineno",
-        pl.coalesce("rank", "rank_prefix", pl.lit(file_rank, pl.Int32)).alias("rank"),
+        _of_file([f.run_id for f in files], pl.String).alias("run_id"),
+        _of_file([f.shown for f in files], pl.String).alias("path"), "lineno",
+        pl.coalesce("rank", "rank_prefix", _of_file([f.rank for f in files], pl.Int32)).alias("rank"),
         pl.lit(text["level"]), "time", "pid", pl.lit(text["src"]), pl.lit(text["event"]), "compile_id",
         "session", pl.lit(text["name"]), pl.lit(text["encoding"]),
         pl.col("pay_start").alias("payload_offset"), (pl.col("pay_end") - pl.col("pay_start")).alias("payload_length"),
-        pl.col("pay_lines").alias("payload_lines"), "md5", "md5_ok",
+        pl.col("pay_lines").alias("payload_lines"), "md5", "md5_ok", FILE,
     )
-    keys = base.select("session", "stack_hash", "lineno", "rank", "compile_id", "event", "name", "offset", "width",
-                       "looks_complete")
+    keys = base.select(FILE, "session", "stack_hash", "lineno", "rank", "compile_id", "event", "name", "offset",
+                       "width", "looks_complete")
     # the index columns that no frame shares are freed before the JSON decoding of the compile rows (~1 s per GB,
     # little allocation), which gives the allocator time to return them before the stacks are built
     del text, base
-    compiles = _compiles(keys, fh, stack_of, run_id, shown, problems)
-    frames.add("events", events)
+    out = {}
+    compiles = _compiles(keys, files, stack_of)
+    out["events"] = events
     has_payload = events["md5"].is_not_null()  # (select, then filter: a filter copies every column)
-    frames.add("artifacts", events.select(
+    out["artifacts"] = events.select(
         "run_id", "path", "lineno", "rank", "session", "event", "name", "encoding", "payload_offset",
-        "payload_length", "md5_ok").filter(has_payload))
+        "payload_length", "md5_ok", FILE).filter(has_payload)
     del events
-    stacks = _stack_rows(keys, stack_of, run_id, shown)
+    out["stacks"] = _stack_rows(keys, stack_of, files)
     del keys
-    frames.add("stacks", stacks)
     if compiles.height:
-        frames.add("compiles", compiles)
+        out["compiles"] = compiles
+    return out
 
 
 SMALL_ROWS = 65_536  # index rows below which the Categorical columns are simply cast (one operation for all)
@@ -387,91 +554,92 @@ def _keep(df: pl.DataFrame, predicate: pl.Expr) -> pl.DataFrame:
     return df if mask.all() else df.filter(mask)
 
 
-def _check_md5(hdr: pl.DataFrame, fh: BinaryIO, thorough: bool, last_rec: int, problems: meta.Problems) -> pl.Series:
-    has = hdr.select("rec", "lineno", "event", "name", "md5", "pay_start", "pay_end")
-    if thorough:
-        has = has.filter(pl.col("md5").is_not_null())
-    else:  # the cheap check: only the last payload, where a killed process leaves a cut one
-        last = hdr.select(pl.arg_where(pl.col("md5").is_not_null()).last())[0, 0]
-        has = has.slice(last, 1) if last is not None else has.clear()
-    results: dict[int, bool] = {}
-    for rec, lineno, event, name, md5, start, end in has.iter_rows():
-        if start is None:
+def _check_md5(hdr: pl.DataFrame, files: list[_File], thorough: bool, last_rec: dict[int, int]) -> pl.Series:
+    """``md5_ok`` of every row of ``hdr``: every payload checked (``thorough``), else only the last of each file."""
+    has = hdr.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("pos"), FILE, "rec", "lineno", "event", "name",
+                     "md5", "pay_start", "pay_end").filter(pl.col("md5").is_not_null())
+    if not thorough:  # the cheap check: only the last payload, where a killed process leaves a cut one
+        has = has.filter(pl.col(FILE).is_last_distinct())
+    at, oks = [], []
+    for pos, f, rec, lineno, event, name, md5, start, end in has.iter_rows():
+        fh = files[f].fh
+        if start is None or fh is None:
             ok = False
         else:
             fh.seek(start)
             ok = hashlib.md5(_strip_tabs(fh.read(end - start))).hexdigest() == md5
-        results[rec] = ok
+        at.append(pos)
+        oks.append(ok)
         if not ok:
             what = f"{event}{' ' + name if name else ''} record at line {lineno}"
-            if rec == last_rec:
-                problems.add("truncated_payload", lineno, f"the file ends inside the payload of the {what} "
-                             "(MD5 does not match has_payload)")
+            if rec == last_rec[f]:
+                files[f].problems.add("truncated_payload", lineno, f"the file ends inside the payload of the {what} "
+                                      "(MD5 does not match has_payload)")
             else:
-                problems.add("md5_mismatch", lineno, f"payload of the {what} does not match its has_payload MD5")
-    if not results:
-        return pl.Series("md5_ok", [None] * hdr.height, dtype=pl.Boolean)
-    if len(results) == 1:
-        (rec, ok), = results.items()
-        return hdr.select(pl.when(pl.col("rec") == rec).then(ok).alias("md5_ok"))["md5_ok"]
-    checked = pl.DataFrame({"rec": list(results), "ok": list(results.values())},
-                           schema={"rec": pl.Int64, "ok": pl.Boolean})
-    return hdr.select("rec").join(checked, on="rec", how="left", maintain_order="left")["ok"].alias("md5_ok")
+                files[f].problems.add("md5_mismatch", lineno, f"payload of the {what} does not match its has_payload MD5")
+    md5_ok = pl.repeat(None, hdr.height, dtype=pl.Boolean, eager=True).alias("md5_ok")
+    return md5_ok.scatter(at, pl.Series(oks, dtype=pl.Boolean)) if at else md5_ok
 
 
-def _interned(hdr: pl.DataFrame, fh: BinaryIO, problems: meta.Problems) -> dict[int, str]:
-    """The ``str`` table: interned id -> path. (A function: the few filtered rows would otherwise stay alive
-    until the end of :func:`_build`, and a filtered frame can keep the whole buffers of its string columns.)"""
-    strings: dict[int, str] = {}
+def _interned(hdr: pl.DataFrame, files: list[_File]) -> dict[int, dict[int, str]]:
+    """The ``str`` table of each file: file -> interned id -> path. (A function: the few filtered rows would
+    otherwise stay alive until the end of :func:`_build`, and a filtered frame can keep the whole buffers of its
+    string columns.)"""
+    strings: dict[int, dict[int, str]] = {}
     rows = hdr.filter(pl.col("event") == "str")
-    for lineno, text in zip(rows["lineno"], _texts(rows, fh)):
-        got = meta.parse_str_record(text, lineno, problems)
+    for f, lineno, text in zip(rows[FILE], rows["lineno"], _texts(rows, files)):
+        got = meta.parse_str_record(text, lineno, files[f].problems)
         if got:
-            strings[got[0]] = got[1]
+            strings.setdefault(f, {})[got[0]] = got[1]
     return strings
 
 
-def _stacks(hdr: pl.DataFrame, fh: BinaryIO, strings: dict[int, str], problems: meta.Problems) -> dict[int, tuple[Any, ...]]:
-    """Decoded frames of each distinct stack (by hash); the header of its first record is re-read."""
-    out: dict[int, tuple[Any, ...]] = {}
-    rows = hdr.select("stack_hash", "lineno", "event", "offset", "width")  # select, then filter (a filter copies
-    rows = rows.filter(pl.col("stack_hash").is_not_null())                # every column of its frame)
-    rows = rows.group_by("stack_hash", maintain_order=True).agg(
+def _stacks(hdr: pl.DataFrame, files: list[_File], strings: dict[int, dict[int, str]]
+            ) -> dict[tuple[int, int], tuple[Any, ...]]:
+    """Decoded frames of each distinct stack of each file (by file and hash); the header of its first record is
+    re-read."""
+    out: dict[tuple[int, int], tuple[Any, ...]] = {}
+    rows = hdr.select(FILE, "stack_hash", "lineno", "event", "offset", "width")  # select, then filter (a filter
+    rows = rows.filter(pl.col("stack_hash").is_not_null())                      # copies every column of its frame)
+    rows = rows.group_by(FILE, "stack_hash", maintain_order=True).agg(
         pl.col("lineno").first(), pl.col("event").first(), pl.col("offset").first(), pl.col("width").first())
-    for (key, lineno, event, _, _), text in zip(rows.iter_rows(), _texts(rows, fh)):
+    for (f, key, lineno, event, _, _), text in zip(rows.iter_rows(), _texts(rows, files)):
+        problems = files[f].problems
         raw = meta.parse_stack(text.split(STACK_SEP, 1)[1])
         if raw is None:
             problems.add("bad_json", lineno, f"line {lineno}: the stack of this {event} record does not decode")
             continue
-        frames = meta.resolve_stack(raw, strings, lineno, problems)
+        frames = meta.resolve_stack(raw, strings.get(f, {}), lineno, problems)
         api, user_frame = meta.user_call(frames, event)
-        out[key] = (frames, api, user_frame)
+        out[f, key] = (frames, api, user_frame)
     return out
 
 
-def _sessions(hdr: pl.DataFrame, stack_of: dict[int, tuple[Any, ...]]) -> pl.Series:
-    """Session number of every record (see the module docstring)."""
+def _sessions(hdr: pl.DataFrame, stack_of: dict[tuple[int, int], tuple[Any, ...]]) -> pl.Series:
+    """Session number of every record (see the module docstring), counted from 0 in each file."""
     cid = _display_compile_id()
-    notable = hdr.select("rec", "event", "name", "stack_hash", cid.alias("cid")).filter(
+    notable = hdr.select(FILE, "rec", "event", "name", "stack_hash", cid.alias("cid")).filter(
         (pl.col("event") != "chromium_event") | pl.col("cid").is_not_null()
     )
-    boundaries: list[int] = []
+    boundaries: list[int] = []  # file * KEY + rec of each record that starts a session
+    at: int | None = None
     close_cid: object = None
-    closing = False
-    substantive = False
+    closing = substantive = False
     last_call = None
-    for rec, event, name, stack_hash, cid_ in notable.iter_rows():
+    for f, rec, event, name, stack_hash, cid_ in notable.iter_rows():
+        if f != at:
+            at, close_cid, closing, substantive, last_call = f, None, False, False, None
         if closing and not (event == "chromium_event" and cid_ == close_cid):
-            boundaries.append(rec)
+            boundaries.append(f * KEY + rec)
             closing, substantive, last_call = False, False, None
-        call = stack_of[stack_hash][1:] if stack_hash in stack_of else None
+        call = stack_of[f, stack_hash][1:] if (f, stack_hash) in stack_of else None
         if event == "artifact" and name == "torch_version":
             if substantive:
-                boundaries.append(rec)
+                boundaries.append(f * KEY + rec)
                 substantive, last_call = False, None
         elif call and call[0] in meta.ENTRY_APIS and cid_ is None:  # Dynamo records split only at metrics
             if last_call and call != last_call and meta.api_phase(call[0]) <= meta.api_phase(last_call[0]):
-                boundaries.append(rec)
+                boundaries.append(f * KEY + rec)
                 substantive = False
             last_call = call
         if event == "compilation_metrics":
@@ -479,10 +647,14 @@ def _sessions(hdr: pl.DataFrame, stack_of: dict[int, tuple[Any, ...]]) -> pl.Ser
         if event not in ("str", "chromium_event") and not (event == "artifact" and name == "torch_version"):
             substantive = True
     b = pl.Series(boundaries, dtype=pl.Int64)
-    return b.search_sorted(hdr["rec"], side="right").cast(pl.Int32).alias("session")  # type: ignore[no-any-return]  # polars' stubs
+    first = hdr[FILE].cast(pl.Int64) * KEY
+    # boundaries up to the record, less those of the files before it
+    session = b.search_sorted(first + hdr["rec"], side="right") - b.search_sorted(first, side="left")
+    return session.cast(pl.Int32).alias("session")  # type: ignore[no-any-return]  # polars' stubs
 
 
-def _stack_rows(base: pl.DataFrame, stack_of: dict[int, tuple[Any, ...]], run_id: str, shown: str) -> pl.DataFrame:
+def _stack_rows(base: pl.DataFrame, stack_of: dict[tuple[int, int], tuple[Any, ...]], files: list[_File]
+                ) -> pl.DataFrame:
     """One set of frames per distinct stack per session: ``lineno`` of the first record that logged it, ``records``
     = how many records of the session logged it.
 
@@ -494,37 +666,37 @@ def _stack_rows(base: pl.DataFrame, stack_of: dict[int, tuple[Any, ...]], run_id
         schema={"depth": pl.Int32, "filename": pl.String, "line": pl.Int32, "function": pl.String,
                 "code": pl.String, "is_user": pl.Boolean},
     )
-    start, count = {}, {}
+    where: dict[str, list[int]] = {FILE: [], "stack_hash": [], "start": [], "n": []}
     at = 0
-    for key, (frames, _, _) in stack_of.items():
-        start[key], count[key] = at, len(frames)
+    for (f, key), (frames, _, _) in stack_of.items():
+        for col, value in ((FILE, f), ("stack_hash", key), ("start", at), ("n", len(frames))):
+            where[col].append(value)
         at += len(frames)
+    lookup = pl.DataFrame(where, schema={FILE: pl.Int32, "stack_hash": pl.UInt64, "start": pl.UInt32, "n": pl.UInt32})
     firsts = (
-        base.select("session", "stack_hash", "lineno").filter(pl.col("stack_hash").is_in(list(start)))
-        .group_by(["session", "stack_hash"], maintain_order=True)
+        base.select(FILE, "session", "stack_hash", "lineno").filter(pl.col("stack_hash").is_not_null())
+        .group_by([FILE, "session", "stack_hash"], maintain_order=True)
         .agg(pl.col("lineno").first(), records=pl.len().cast(pl.Int32))
-        .with_columns(
-            start=pl.col("stack_hash").replace_strict(start, return_dtype=pl.UInt32),
-            n=pl.col("stack_hash").replace_strict(count, return_dtype=pl.UInt32),
-        )
+        .join(lookup, on=[FILE, "stack_hash"], how="inner", maintain_order="left")  # stacks that decoded
         .filter(pl.col("n") > 0)  # (a stack without frames has no rows; explode would give it a null)
     )
     pair = firsts.select(pl.int_range(pl.len(), dtype=pl.UInt32).repeat_by("n").explode())["literal"]
     rows = firsts.select(pl.int_ranges("start", pl.col("start") + pl.col("n"), dtype=pl.UInt32).explode())["start"]
-    out = firsts.select("lineno", "session", "records")[pair].hstack(table[rows].get_columns())
-    return out.select(pl.lit(run_id).alias("run_id"), pl.lit(shown).alias("path"), "lineno", "session", "records",
-                      "depth", "filename", "line", "function", "code", "is_user")
+    out = firsts.select(FILE, "lineno", "session", "records")[pair].hstack(table[rows].get_columns())
+    return out.select(_of_file([f.run_id for f in files], pl.String).alias("run_id"),
+                      _of_file([f.shown for f in files], pl.String).alias("path"), "lineno", "session", "records",
+                      "depth", "filename", "line", "function", "code", "is_user", FILE)
 
 
-def _compiles(base: pl.DataFrame, fh: BinaryIO, stack_of: dict[int, tuple[Any, ...]], run_id: str, shown: str,
-              problems: meta.Problems) -> pl.DataFrame:
+def _compiles(base: pl.DataFrame, files: list[_File], stack_of: dict[tuple[int, int], tuple[Any, ...]]
+              ) -> pl.DataFrame:
     ev, name = pl.col("event"), pl.col("name")
     tv = (ev == "artifact") & (name == "torch_version")
     cm = ev == "compilation_metrics"
     names = base["name"].unique().drop_nulls().cast(pl.String)  # (Categorical: no str namespace)
     aoti_names = names.filter(names.str.starts_with("inductor_aot")).to_list()
     per = (
-        base.group_by("session", maintain_order=True)
+        base.group_by(FILE, "session", maintain_order=True)
         .agg(
             substantive=(~ev.is_in(["str", "chromium_event"]) & ~tv).any(),
             rank=pl.col("rank").drop_nulls().first(),
@@ -542,21 +714,21 @@ def _compiles(base: pl.DataFrame, fh: BinaryIO, stack_of: dict[int, tuple[Any, .
     )
     rows = []
     for s in per.iter_rows(named=True):
-        session = s["session"]
-        calls = [stack_of[t][1:] for t in s["stacks"] if t in stack_of]
+        f, session = files[s[FILE]], s["session"]
+        calls = [stack_of[s[FILE], t][1:] for t in s["stacks"] if (s[FILE], t) in stack_of]
         calls = [c for c in calls if c[0] in meta.ENTRY_APIS] or [c for c in calls if c[1]]
         best = max(calls, key=lambda c: meta.api_phase(c[0]), default=(None, None))  # the compile over the export
-        row: dict[str, Any] = {"run_id": run_id, "path": shown, "session": session, "api": best[0], "user_frame": best[1],
-                     "rank": s["rank"]}
+        row: dict[str, Any] = {"run_id": f.run_id, "path": f.shown, "session": session, "api": best[0],
+                               "user_frame": best[1], "rank": s["rank"]}
         decoded = None
         has_cm = s["cm_lineno"] is not None
         if has_cm:
             row["lineno"], row["compile_id"] = s["cm_lineno"], s["cm_cid"]
             if s["cm_complete"]:
-                text = header_text(fh, s["cm_offset"], s["cm_width"])
-                decoded = meta.decode_metrics(text, s["cm_lineno"], problems)
+                text = header_text(f.fh, s["cm_offset"], s["cm_width"])  # (indexed: has fh)
+                decoded = meta.decode_metrics(text, s["cm_lineno"], f.problems)
                 if decoded is None:
-                    problems.add("bad_json", s["cm_lineno"], f"line {s['cm_lineno']}: compilation_metrics does not decode")
+                    f.problems.add("bad_json", s["cm_lineno"], f"line {s['cm_lineno']}: compilation_metrics does not decode")
         else:
             row["lineno"], row["compile_id"] = s["last_lineno"], s["last_cid"]
         if decoded is not None:
@@ -573,10 +745,12 @@ def _compiles(base: pl.DataFrame, fh: BinaryIO, stack_of: dict[int, tuple[Any, .
         else:
             row["kind"] = None
         if row["status"] == "incomplete" and row["kind"] != "export":
-            problems.add("incomplete_compile", row["lineno"],
-                         f"compile session {session} has no complete compilation_metrics: the log ends at line "
-                         f"{s['last_lineno']} (process killed or crashed mid-compile?)")
+            f.problems.add("incomplete_compile", row["lineno"],
+                           f"compile session {session} has no complete compilation_metrics: the log ends at line "
+                           f"{s['last_lineno']} (process killed or crashed mid-compile?)")
+        row[FILE] = s[FILE]
         rows.append(row)
     if not rows:
         return pl.DataFrame()
-    return pl.DataFrame(rows, infer_schema_length=None)
+    # each row conformed as its file's own frame would be (column types inferred over the rows of all files)
+    return conform("compiles", pl.DataFrame(rows, infer_schema_length=None))
