@@ -1,11 +1,13 @@
-"""Reading many TORCH_TRACE files: in parallel, one worker process per core, when there are many.
+"""Reading many TORCH_TRACE files: in parallel, one worker process per core, when there is enough to read.
 
 Files of a run do not depend on each other: each file's frames are those it has when read alone, and the small
 files of a batch (of every run in it) are indexed and built together
 (:func:`aoti_trace.ingest.trace.reader.read_groups`, which pays Polars' fixed cost per batch, not per file); the
-frames of each run are concatenated once. With fewer than :data:`PARALLEL_MIN_FILES` files, or one core, the files
-are read here, all together. Worker processes are started with ``spawn`` (Polars' thread pool does not survive
-``fork``). On a terminal, a progress bar appears on stderr when reading takes more than a second.
+frames of each run are concatenated once. A pool costs ~0.5-1 s of CPU per worker to start (Python, Polars and
+aoti-trace imported anew), so the files are read here, all together, when the reading is estimated to take less
+than :data:`PARALLEL_MIN_CPU_S` (from the file sizes: :func:`estimated_cpu_s`), or when there is one core. Worker
+processes are started with ``spawn`` (Polars' thread pool does not survive ``fork``). On a terminal, a progress bar
+appears on stderr when reading takes more than a second.
 
 ``AOTI_TRACE_WORKERS`` sets the number of worker processes (``1``: no pool).
 """
@@ -25,7 +27,10 @@ from aoti_trace.model.frames import Frames
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-PARALLEL_MIN_FILES = 16
+PARALLEL_MIN_CPU_S = 3.0  # estimated reading CPU below which a pool costs more than it saves
+# Measured reading cost (bench/RESULTS.md, section 000b; 2 cores at load 3-9): a file read in a batch of small ones
+# ~2 ms, a large file (streamed alone) ~25 ms, plus ~50 ms per MB either way.
+SMALL_FILE_CPU_S, LARGE_FILE_CPU_S, CPU_S_PER_MB = 0.002, 0.025, 0.05
 WORKERS_ENV = "AOTI_TRACE_WORKERS"
 PROGRESS_AFTER_S = 1.0
 POLARS_THREADS_ENV = "POLARS_MAX_THREADS"
@@ -49,7 +54,7 @@ def read_traces(jobs: list[tuple[list[Path], str]], processes: int | None = None
 
     files = [(Path(path), run_id, j) for j, (paths, run_id) in enumerate(jobs) for path in paths]
     n = workers() if processes is None else processes
-    if len(files) < PARALLEL_MIN_FILES or n < 2:
+    if n < 2 or len(files) < 2 or estimated_cpu_s([path for path, _, _ in files]) < PARALLEL_MIN_CPU_S:
         yield from read_groups([[(Path(path), run_id) for path in paths] for paths, run_id in jobs])
         return
     from concurrent.futures.process import BrokenProcessPool
@@ -63,6 +68,21 @@ def read_traces(jobs: list[tuple[list[Path], str]], processes: int | None = None
         per_job[j].append(frames)
     for parts in per_job:
         yield _concat(parts)
+
+
+def estimated_cpu_s(paths: list[Path]) -> float:
+    """Estimated CPU seconds to read ``paths`` in this process (file sizes and the measured costs above); a file
+    that cannot be stat'ed counts as small and empty (reading it reports the problem)."""
+    from aoti_trace.ingest.trace.reader import SMALL_FILE
+
+    total = 0.0
+    for path in paths:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0
+        total += (SMALL_FILE_CPU_S if size <= SMALL_FILE else LARGE_FILE_CPU_S) + size / 1e6 * CPU_S_PER_MB
+    return total
 
 
 def _read_batch(batch: list[tuple[Path, str, int]]) -> list[tuple[int, Frames]]:

@@ -180,7 +180,7 @@ def test_parallel_reading_gives_the_frames_of_sequential_reading(tmp_path, monke
     a = _copies(tmp_path / "a", 7)
     b = _copies(tmp_path / "b", 5)
     jobs = [(a, "ra"), (b, "rb")]
-    monkeypatch.setattr(parallel, "PARALLEL_MIN_FILES", 2)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_CPU_S", 0.0)
     monkeypatch.setenv(parallel.WORKERS_ENV, "2")
     got = list(parallel.read_traces(jobs))
     for (files, run_id), frames in zip(jobs, got, strict=True):
@@ -196,7 +196,7 @@ def test_a_folder_of_many_traces_analyses_the_same_with_and_without_workers(tmp_
     from aoti_trace.pipeline import analyze
 
     _copies(tmp_path / "many", 20)
-    monkeypatch.setattr(parallel, "PARALLEL_MIN_FILES", 4)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_CPU_S", 0.0)
     monkeypatch.setenv(parallel.WORKERS_ENV, "1")
     one = analyze([tmp_path / "many"])
     monkeypatch.setenv(parallel.WORKERS_ENV, "2")
@@ -211,7 +211,7 @@ def test_without_worker_processes_the_files_are_read_here(tmp_path, monkeypatch)
     from aoti_trace.ingest.trace.reader import read_trace
 
     files = _copies(tmp_path / "a", 5)
-    monkeypatch.setattr(parallel, "PARALLEL_MIN_FILES", 2)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_CPU_S", 0.0)
     monkeypatch.setenv(parallel.WORKERS_ENV, "2")
 
     def no_processes(*_a, **_k):

@@ -165,7 +165,20 @@ def test_read_traces_batches_across_runs(tmp_path, monkeypatch):
     jobs = [([p for p in REAL[i::5]], f"run{i}") for i in range(5)]
     want = alone([[(p, run_id) for p in paths] for paths, run_id in jobs])
     assert_same(list(parallel.read_traces(jobs, processes=1)), want)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_CPU_S", 0.0)  # these files are read faster here than by a pool
     assert_same(list(parallel.read_traces(jobs, processes=2)), want)
+
+
+def test_a_pool_is_started_only_when_reading_would_take_longer_than_starting_it(tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr(parallel, "_read_parallel", lambda files, n: started.append(n) or parallel._read_batch(files))
+    jobs = [([p for p in REAL[i::5]], f"run{i}") for i in range(5)]
+    list(parallel.read_traces(jobs, processes=2))
+    assert started == [] and parallel.estimated_cpu_s([p for paths, _ in jobs for p in paths]) < 3
+    many = [(list(REAL) * 40, "big")]  # the same small files many times: ~4,000 reads at ~2 ms each
+    assert parallel.estimated_cpu_s(many[0][0]) >= parallel.PARALLEL_MIN_CPU_S
+    list(parallel.read_traces(many, processes=2))
+    assert started == [2]
 
 
 def test_batch_query_failure_reads_each_file_alone(monkeypatch):
