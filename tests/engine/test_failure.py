@@ -79,6 +79,19 @@ def test_traceback_cut_before_its_last_line_is_a_failure():
     assert "cut before its exception line" in f["what"]
 
 
+def test_graph_break_report_frames_are_not_a_cut_traceback():
+    """Dynamo's graph-break report lists the user's frames under 'User code traceback:' and no exception: the run
+    goes on (blind round 16, bitsandbytes_1578); the frames of a real traceback cut after it still count."""
+    path = FIXTURES / "public" / "blind16" / "bitsandbytes_1578_graph_break_params4bit_t_no_failure" / "stderr.txt"
+    report = path.read_text()
+    assert "User code traceback:" in report
+    assert failure(report) is None
+    cut = ('Traceback (most recent call last):\n  File "run.py", line 3, in <module>\n'
+           '  File "/x/site-packages/torch/_inductor/lowering.py", line 12, in wrapped\n    out = fn(*args)\n')
+    f = failure(report + cut)
+    assert f is not None and f["signals"] == "cut_traceback" and f["phase"] == "lowering"
+
+
 def test_bare_exception_line_without_traceback_is_a_failure():
     f = failure("BackendCompilerFailed: backend='inductor' raised:\nAssertionError: libcuda.so cannot found!\n")
     assert f["what"] == "AssertionError: libcuda.so cannot found!"

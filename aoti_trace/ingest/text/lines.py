@@ -125,8 +125,10 @@ PATTERNS: dict[str, str] = {
         r"|^You can suppress this exception and fall back to eager by setting:"
         r"|^The error above occurred when calling torch\.export\.export"
     ),
-    # the line that introduces a stack printed for information, not a traceback
-    "stack_print": r"(?:(?:^|\W)Found from :|^Stack \(most recent call last\):|^from user code:)\s*$",
+    # the line that introduces a stack printed for information, not a traceback (Dynamo's graph-break report,
+    # 'Graph break in user code at f:l' / 'Reason: ...' / 'User code traceback:', lists frames and no exception)
+    "stack_print": (r"(?:(?:^|\W)Found from :|^Stack \(most recent call last\):|^from user code:"
+                    r"|^User code traceback:)\s*$"),
     # a debugger's backtrace (gdb 'bt') through the C library's abort: the process aborted (SIGABRT)
     "gdb_abort": r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?(?:__GI_)?(?:abort|raise|__pthread_kill\w*) \(",
     # a debugger's backtrace frame
