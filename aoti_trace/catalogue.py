@@ -14,8 +14,14 @@ Two modes:
 * ``frame``: the traceback also has the innermost torch frame in the raising file (Python), or the
   ``Exception raised from <func> at <file>:<line>`` line (C++ checks), so a rule may route on the raising module.
 
-Messages flagged ``internal`` (not a failure a user can hit) or ``carrier`` (a wrapper whose family is that of the
-message it carries: ``Error: {}``, ``... API call failed at {}, line {}``) are catalogued but not counted.
+Messages flagged ``internal`` (not a failure a user can hit), ``carrier`` (a wrapper whose family is that of the
+message it carries: ``Error: {}``, ``... API call failed at {}, line {}``) or ``warning`` (a warning text) are
+catalogued but not counted.
+
+The same format holds the catalogues of the other code AOTI logs come from (``dynamo.jsonl``, ``c10_cuda.jsonl``,
+``executorch.jsonl``, ``triton.jsonl``; ``--catalogue`` measures one of them). ExecuTorch's log and check lines
+(kinds ``et_log``, ``et_check``, ``et_return_false``) are built as ExecuTorch prints them: the bare line in
+``message`` mode, with its ``E``/``F`` log header naming the file in ``frame`` mode.
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ if TYPE_CHECKING:
 
 Mode = Literal["message", "frame"]
 MODES: tuple[Mode, ...] = ("message", "frame")
-KINDS = ("python_raise", "assert", "torch_check", "aoti_check", "cpp_throw", "error_print")
+KINDS = ("python_raise", "assert", "torch_check", "aoti_check", "cpp_throw", "error_print", "et_log", "et_check",
+         "et_return_false", "warning")
 # 'unexplained' is for failures that are not torch's; catalogue labels never use it, but it is a valid family
 CATALOGUE_FAMILIES = tuple(dict.fromkeys((*FAMILIES, "unexplained")))
 USER_FILE = "/home/user/repro.py"
@@ -58,7 +65,8 @@ class Message(BaseModel):
     id: str = Field(pattern=r"^M[0-9a-f]{10}$")
     template: str = Field(min_length=1, description="literal text; '{}' for each interpolated part")
     exc_type: str = Field(description="exception type the user sees; '' for a printed line")
-    kind: Literal["python_raise", "assert", "torch_check", "aoti_check", "cpp_throw", "error_print"]
+    kind: Literal["python_raise", "assert", "torch_check", "aoti_check", "cpp_throw", "error_print", "et_log",
+                  "et_check", "et_return_false", "warning"]
     files: list[str] = Field(min_length=1, description="'path:line' of the raising statement, per file")
     first_version: str
     last_version: str
@@ -67,6 +75,8 @@ class Message(BaseModel):
     basis: Literal["path", "keyword", "manual"]
     internal: bool
     carrier: bool
+    warning: bool = Field(default=False, description="a warning or info text, not an error (files other than "
+                                                     "messages.jsonl)")
 
     @property
     def path(self) -> str:
@@ -80,7 +90,7 @@ class Message(BaseModel):
     @property
     def counted(self) -> bool:
         """Counted in coverage: a failure a user can hit, with a family of its own."""
-        return not self.internal and not self.carrier
+        return not self.internal and not self.carrier and not self.warning
 
     @property
     def is_cpp(self) -> bool:
@@ -166,6 +176,11 @@ def build_log(msg: Message, mode: Mode) -> str:
             "    main()"]
     if msg.kind == "error_print":  # a line printed on stderr (std::cerr, LOG(ERROR)); no exception of its own
         return text + "\n"
+    if msg.kind in ("et_log", "et_check", "et_return_false"):  # ExecuTorch's log line; its header names the file in frame mode
+        if mode == "message":
+            return text + "\n"
+        level = "F" if text.startswith("In function ") else "E"
+        return f"{level} 00:00:00.000000 executorch:{Path(msg.path).name}:{msg.line}] {text}\n"
     if not msg.is_cpp:
         frames = head[:]
         if mode == "frame":

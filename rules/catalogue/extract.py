@@ -74,23 +74,51 @@ def _release_key(v: str) -> tuple:
     return tuple(int(x) if x.isdigit() else 0 for x in re.split(r"[.+]", v)[:3])
 
 
+# The projects a catalogue file is made of (``--project``): the Python and C++ scopes read, the prefix its paths get
+# in the catalogue (ExecuTorch's tree has no top-level package directory), the git tree roots to list. ``torch`` is
+# the AOTI path of ``messages.jsonl``; the others write their own file (``<project>.jsonl``), and also catalogue
+# warnings (``warnings.warn``, ``log.warning``, ``TORCH_WARN``), flagged ``warning``, so that a log line that matches
+# one is known not to be an error.
+PROJECTS: dict[str, dict] = {
+    "torch": {"py": PY_SCOPE, "cpp": CPP_SCOPE, "prefix": "", "roots": ("torch",)},
+    # polyfills re-raise the texts of Python's builtins ("argument of type {} is not iterable"): not Dynamo's own
+    "dynamo": {"py": ("torch/_dynamo/",), "cpp": (), "prefix": "", "roots": ("torch",),
+               "skip": r"^torch/_dynamo/polyfills/"},
+    "executorch": {"py": ("exir/", "extension/", "backends/xnnpack/", "runtime/"),
+                   "cpp": ("runtime/", "kernels/", "extension/", "backends/xnnpack/runtime/", "codegen/"),
+                   "prefix": "executorch/", "roots": ("runtime", "kernels", "extension", "backends", "exir", "codegen"),
+                   # the LLM apps' tokenizers (shared with torchchat's runners): a missing tokenizer file is the
+                   # app's input, not ExecuTorch's
+                   "skip": r"^extension/llm/tokenizers?/"},
+    "triton": {"py": ("triton/compiler/", "triton/backends/", "triton/runtime/", "triton/knobs.py"), "cpp": (),
+               "prefix": "", "roots": ("python/triton",)},
+    "c10_cuda": {"py": (), "cpp": ("c10/cuda/",), "prefix": "", "roots": ("c10/cuda",)},
+}
+PROJECT = "torch"
+
+
 def normalise_path(name: str) -> str | None:
-    """Map a source or wheel path to its path in the torch source tree, or None when it is out of scope."""
+    """Map a source or wheel path to its path in the project's source tree (with the project's prefix), or None when
+    it is out of scope."""
+    scope = PROJECTS[PROJECT]
     if name.startswith("torch/include/torch/"):
         name = "torch/" + name[len("torch/include/torch/"):]
-    if SKIP.search(name):
+    if SKIP.search(name) or re.search(r"/third[-_]party/|/testing_util/", name) or \
+            (scope.get("skip") and re.search(scope["skip"], name)):
         return None
-    if name.endswith(".py") and name.startswith(PY_SCOPE):
-        return name
-    if name.endswith(CPP_EXT) and name.startswith(CPP_SCOPE):
-        return name
+    if name.endswith(".py") and scope["py"] and name.startswith(scope["py"]):
+        return scope["prefix"] + name
+    if name.endswith(CPP_EXT) and scope["cpp"] and name.startswith(scope["cpp"]):
+        return scope["prefix"] + name
     return None
 
 
 def wheel_files(path: str) -> tuple[str, dict[str, str]]:
     z = zipfile.ZipFile(path)
-    m = re.search(r"__version__ = '([^']+)'", z.read("torch/version.py").decode())
-    release = m.group(1) if m else Path(path).name.split("-")[1]
+    names = set(z.namelist())
+    version_file = next((n for n in ("torch/version.py", "triton/__init__.py") if n in names), None)
+    m = re.search(r"__version__ = ['\"]([^'\"]+)['\"]", z.read(version_file).decode()) if version_file else None
+    release = (m.group(1) if m else Path(path).name.split("-")[1]).split("+")[0]  # 2.14.1+cu130: the release
     files: dict[str, str] = {}
     for name in sorted(z.namelist()):
         norm = normalise_path(name)
@@ -104,8 +132,8 @@ def git_files(git_dir: str, tag: str) -> tuple[str, dict[str, str]]:
         return subprocess.run(["git", f"--git-dir={git_dir}", *args], input=data, check=True,
                               capture_output=True).stdout
 
-    names = git("ls-tree", "-r", "--name-only", tag, "--", "torch").decode().splitlines()
-    wanted = [(n, normalise_path(n)) for n in names]
+    names = git("ls-tree", "-r", "--name-only", tag, "--", *PROJECTS[PROJECT]["roots"]).decode().splitlines()
+    wanted = [(n, normalise_path(n.removeprefix("python/"))) for n in names]
     wanted = [(n, m) for n, m in wanted if m]
     out = git("cat-file", "--batch", data="".join(f"{tag}:{n}\n" for n, _ in wanted).encode())
     files: dict[str, str] = {}
@@ -116,6 +144,25 @@ def git_files(git_dir: str, tag: str) -> tuple[str, dict[str, str]]:
         files[norm] = out[header_end + 1:header_end + 1 + size].decode("utf-8", "replace")
         pos = header_end + 1 + size + 1
     return tag.lstrip("v"), files
+
+
+STRINGS: dict[str, dict[str, str]] = {}  # pseudo-path of a library -> its strings (see binary_strings)
+
+
+def strings_files(spec: str) -> tuple[str, dict[str, str]]:
+    """``RELEASE=FILE``: the C++ library ``FILE`` (or a torch wheel holding ``torch/lib/libc10_cuda.so``)."""
+    release, _, file = spec.partition("=")
+    lib = "libc10_cuda.so"
+    if file.endswith(".whl"):
+        import tempfile
+        with zipfile.ZipFile(file) as z, tempfile.TemporaryDirectory() as tmp:
+            z.extract(f"torch/lib/{lib}", tmp)
+            strings = binary_strings(os.path.join(tmp, "torch", "lib", lib))
+    else:
+        strings = binary_strings(file)
+    pseudo = f"c10/cuda/{lib}"
+    STRINGS[pseudo] = strings
+    return release, {pseudo: ""}
 
 
 def tree_files(spec: str) -> tuple[str, dict[str, str]]:
@@ -257,6 +304,12 @@ class Raw:
     path: str
     line: int
     internal: bool = False
+    warning: bool = False  # a warning or info text, not an error (projects other than torch only)
+
+
+# Python calls that print a warning, not an error (caught only outside the torch project, see PROJECTS)
+WARN_CALL = re.compile(r"^(?:warnings\.warn|warn|warn_once|(?:\w+\.)*(?:log|logger|_logger|LOG|perf_hint_log|"
+                       r"recompiles_log|graph_break_log|unimplemented_log)\.(?:warning|warn|info))$")
 
 
 class PyExtractor(ast.NodeVisitor):
@@ -370,6 +423,17 @@ class PyExtractor(ast.NodeVisitor):
     def visit_Call(self, node):
         name = _dotted(node.func) or ""
         last = name.rsplit(".", 1)[-1]
+        if PROJECT != "torch" and node.args and WARN_CALL.match(name):
+            msg = PyTemplater(self.scopes[-1]).of(node.args[0], node.lineno)
+            if len(node.args) > 1 and not name.endswith("warn"):  # logging's own %-formatting
+                msg = percent_template(msg)
+            if _is_stringish(msg) and literal_letters(msg) >= MIN_LITERAL:
+                exc = ""
+                if name.endswith("warn"):
+                    cat = _dotted(node.args[1]) if len(node.args) > 1 else None
+                    cat = cat or next((_dotted(k.value) for k in node.keywords if k.arg == "category"), None)
+                    exc = (cat or "UserWarning").rsplit(".", 1)[-1]
+                self.out.append(Raw(msg.strip(), exc, "warning", self.path, node.lineno, False, True))
         if id(node) not in self.raised_calls:
             qual = self.qualify(name) if name else ""
             if last in CHECK_TYPES and (qual.startswith("torch.") or name.startswith("torch.")):
@@ -659,6 +723,122 @@ def cpp_messages(path: str, text: str, origin: list[int] | None = None) -> list[
     return out
 
 
+# --------------------------------------------------------------------------------------------------- ExecuTorch
+# ExecuTorch's runtime logs its errors (``ET_LOG(Error|Fatal, fmt, ...)``, printf-style) and its check macros log a
+# fixed prefix before the message (runtime/platform/assert.h, runtime/core/error.h,
+# runtime/core/exec_aten/util/tensor_util.h, identical from v0.4.0 to v1.4.1 where the macro exists); a log line is
+# ``E 00:00:00.123 executorch:method.cpp:42] <text>``. Macro -> (index of the condition or None, index of the format
+# or None, prefix; ``{cond}`` is the stringised condition, written literally).
+ET_MACROS: dict[str, tuple[int | None, int | None, str]] = {
+    "ET_CHECK_MSG": (0, 1, "In function {}(), assert failed ({cond}): "),
+    "ET_DCHECK_MSG": (0, 1, "In function {}(), assert failed ({cond}): "),
+    "ET_CHECK": (0, None, "In function {}(), assert failed: {cond}"),
+    "ET_DCHECK": (0, None, "In function {}(), assert failed: {cond}"),
+    "ET_CHECK_OR_RETURN_ERROR": (None, 2, ""),
+    "ET_CHECK_OK_OR_RETURN_ERROR": (None, 1, ""),
+    "ET_CHECK_OR_RETURN_FALSE": (0, 1, "Check failed ({cond}): "),
+    "ET_LOG_MSG_AND_RETURN_IF_FALSE": (0, 1, "Check failed ({cond}): "),
+    "ET_LOG_AND_RETURN_IF_FALSE": (0, None, "Check failed ({cond}): "),
+    "ET_KERNEL_CHECK": (1, None, "Check failed ({cond}): "),
+    "ET_KERNEL_CHECK_MSG": (1, 4, "Check failed ({cond}): "),
+    "THROW_IF_ERROR": (None, 1, ""),  # extension/pybindings: a RuntimeError with the formatted text
+    "THROW_INDEX_IF_ERROR": (None, 1, ""),
+}
+ET_SOFT = ("ET_CHECK_OR_RETURN_FALSE", "ET_LOG_MSG_AND_RETURN_IF_FALSE", "ET_LOG_AND_RETURN_IF_FALSE")
+ET_START = re.compile(r"\b(?P<macro>ET_LOG|" + "|".join(sorted(ET_MACROS, key=len, reverse=True)) + r")\s*\(")
+PRI_MACRO = re.compile(r'"\s*(?:ET_)?PRI[A-Za-z0-9_]+\s*(")?')  # '"%" PRIu32 " more"' or '"%" PRIu32,'
+
+
+def printf_template(fmt: str) -> str:
+    """Template of a printf format: every conversion (``%zu``, ``%" PRIu32 "``, ``%.*s``) is ``{}``."""
+    s = re.sub(r"%[-#0 +']*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|h|ll|l|z|j|t|L|q)?[diouxXeEfFgGaAcspn]", PH, fmt)
+    return s.replace("%%", "%")
+
+
+def et_messages(path: str, text: str) -> list[Raw]:
+    """Messages of ExecuTorch's C++ log and check macros (see ``ET_MACROS``)."""
+    text = strip_cpp_comments(text)
+    out: list[Raw] = []
+    for m in ET_START.finditer(text):
+        macro = m.group("macro")
+        define = _in_define(text, m.start())
+        if define in ET_MACROS or (define or "").startswith(("ET_INTERNAL_", "ET_ASSERT_", "ET_LOG")):
+            continue  # a check macro's own definition
+        end = balanced(text, m.end() - 1)
+        if end < 0:
+            continue
+        args = split_args(text[m.end():end - 1])
+        if macro == "ET_LOG":
+            if len(args) < 2 or args[0] not in ("Error", "Fatal"):
+                continue
+            cond_i, fmt_i, prefix = None, 1, ""
+        else:
+            cond_i, fmt_i, prefix = ET_MACROS[macro]
+        cond = ""
+        if cond_i is not None:
+            if len(args) <= cond_i:
+                continue
+            cond = PH if define else " ".join(args[cond_i].split())
+        fmt = ""
+        if fmt_i is not None:
+            if len(args) <= fmt_i:
+                if macro in ("ET_CHECK_OK_OR_RETURN_ERROR", "ET_CHECK_OR_RETURN_ERROR"):
+                    continue
+            else:
+                expr = PRI_MACRO.sub(lambda pm: "d" if pm.group(1) else 'd"', args[fmt_i])
+                fmt = printf_template(cpp_template(expr)) if STRING.search(expr) else PH
+        t = (prefix.replace("{cond}", cond if define else cond.replace("{}", "( )")) + fmt).strip()
+        if literal_letters(t.replace("In function {}(), assert failed", "").replace("Check failed (", "")) < MIN_LITERAL:
+            continue
+        exc = "RuntimeError" if macro.startswith("THROW") else ""
+        # a check that returns false to its caller (a dtype/shape utility the caller may try again with another
+        # dtype, executorch#7170): the caller's own check says whether the run failed
+        kind = "et_log" if macro == "ET_LOG" else "et_return_false" if macro in ET_SOFT else "et_check"
+        out.append(Raw(t, exc, kind, path, _line_of(text, m.start()), bool(UNREACHABLE.search(t))))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------- c10 binaries
+# c10/cuda's allocator sources are not in wheels, and the public code index holds old copies only; the CUDA wheel's
+# libc10_cuda.so holds their text. A C++ message is one string literal per piece between its streamed values, so
+# each printable string of the library that reads as a sentence is one template: a piece that starts or ends with
+# a blank had a value streamed next to it there ('{}'). Strings of INTERNAL ASSERTs are internal (they name the
+# raising file and line, kept as the record's file). Used for ``--project c10_cuda`` only.
+SENTENCE = re.compile(r"^[ A-Za-z(][\x20-\x7e]*$")
+
+
+def binary_strings(path: str, minimum: int = 20) -> dict[str, str]:
+    data = Path(path).read_bytes()
+    out: dict[str, str] = {}
+    for m in re.finditer(rb"[\x20-\x7e\n]{%d,}" % minimum, data):
+        s = m.group().decode("ascii")
+        if SENTENCE.match(s.split("\n", 1)[0]) and len(s.split()) >= 4:
+            out.setdefault(s, "")
+    return out
+
+
+def strings_messages(release_path: str, strings: dict[str, str]) -> list[Raw]:
+    out: list[Raw] = []
+    for s in sorted(strings):
+        if not re.search(r"[a-z]{3,} [a-z]{2,}", s) or re.search(r"[_A-Za-z]\w*::\w+\(|^_Z|%s|\{\}", s):
+            continue
+        if not re.search(r"not|cannot|can't|fail|invalid|unknown|unrecogni[sz]ed|out of memory|error|must|"
+                         r"expected|exceed|only|requires?|unsupported|does not|doesn't|too (?:large|small|many)|"
+                         r"should|please|unable|illegal|mismatch|no effect|ignores", s, re.IGNORECASE):
+            continue
+        internal = "INTERNAL ASSERT FAILED" in s or bool(re.search(r"std::|basic_string|max_size\(\)", s))
+        where = re.search(r'at "[^"]*/(c10/[\w/]+\.\w+)":(\d+)', s)
+        t = s.strip("\n")
+        if internal:
+            t = t.split(" INTERNAL ASSERT FAILED")[0] + " INTERNAL ASSERT FAILED at {}, please report a bug to PyTorch. {}"
+        else:
+            t = (PH if t.startswith(" ") else "") + t + (PH if t.endswith(" ") else "")
+        file = where.group(1) if where else release_path
+        exc = "torch.OutOfMemoryError" if "out of memory" in t else "RuntimeError"
+        out.append(Raw(t, exc, "torch_check", file, int(where.group(2)) if where else 0, internal))
+    return out
+
+
 # --------------------------------------------------------------------------------------------------- one release
 def extract_release(files: dict[str, str]) -> tuple[list[Raw], list[str]]:
     raws: list[Raw] = []
@@ -676,8 +856,12 @@ def extract_release(files: dict[str, str]) -> tuple[list[Raw], list[str]]:
                     re.search(r"runtime_error|TORCH_CHECK|AOTI_RUNTIME_CHECK|std::cerr|LOG\(ERROR\)", text):
                 cpp, origin = python_cpp_text(ex.tree)
                 raws.extend(cpp_messages(path, cpp, origin))
+        elif path.endswith(".so"):
+            raws.extend(strings_messages(path, STRINGS[path]))
         else:
             raws.extend(cpp_messages(path, text))
+            if PROJECT == "executorch":
+                raws.extend(et_messages(path, text))
     return raws, problems
 
 
@@ -702,7 +886,23 @@ PATH_FAMILY: list[tuple[str, str]] = [
     (r"^torch/_inductor/codegen/cpp_wrapper|^torch/csrc/inductor/aoti_runtime/|^torch/csrc/inductor/aoti_runner/|"
      r"^torch/csrc/inductor/aoti_torch/|^torch/csrc/inductor/|^torch/headeronly/", "package_error"),
     (r"^torch/_inductor/", "lowering_error"),
+    # the other projects (PROJECTS)
+    (r"^torch/_dynamo/", "export_error"),
+    (r"^c10/", "environment"),
+    (r"^executorch/runtime/core/memory_allocator|^executorch/runtime/executor/memory_manager|"
+     r"^executorch/runtime/core/hierarchical_allocator|^executorch/extension/memory_allocator/", "out_of_memory"),
+    (r"^executorch/runtime/kernel/|^executorch/kernels/prim_ops/|^executorch/codegen/", "missing_custom_op"),
+    (r"^executorch/kernels/", "shape_mismatch"),
+    (r"^executorch/runtime/platform/", "environment"),
+    (r"^executorch/runtime/core/(?:exec_aten|portable_type)/", "shape_mismatch"),  # tensor utilities
+    (r"^executorch/exir/", "export_error"),
+    (r"^executorch/backends/xnnpack/(?!runtime/)", "export_error"),
+    (r"^executorch/", "package_error"),
+    (r"^triton/runtime/autotuner", "autotune_error"),
+    (r"^triton/(?:compiler/|backends/|runtime/build\.py)", "cpp_compile_error"),
+    (r"^triton/", "lowering_error"),
 ]
+NEW_PROJECT_PATHS = r"^(?:torch/_dynamo/|c10/cuda/|executorch/|triton/)"
 
 # Keywords refine the path family. First match wins; each is (regex on the template, family, paths it applies to
 # or None for all).
@@ -747,6 +947,30 @@ KEYWORDS: list[tuple[str, str, str | None]] = [
      "cpp_compile_error", r"^torch/_inductor/(?:codecache|cpp_builder|codegen/cpp)|^torch/csrc/"),
     (r"[Aa]utotun|benchmark", "autotune_error", r"^torch/_inductor/(?:codegen|kernel|select_algorithm)"),
 ]
+# Keywords of the other projects (PROJECTS), tried before the ones above on their paths only.
+KEYWORDS_MORE: list[tuple[str, str, str | None]] = [
+    (r"out of memory|OutOfMemoryError|Memory allocation failed|[Ff]ailed to allocate|[Nn]ot enough memory|"
+     r"MemoryAllocationFailed|[Oo]ut of (?:planned )?memory|exceed allowed memory", "out_of_memory", None),
+    (r"[Rr]esize|static tensor|shape mismatch|[Ss]izes? (?:do not|don't) match|[Ii]ncompatible shape|broadcast",
+     "shape_mismatch", r"^executorch/(?:runtime|kernels|extension)/"),
+    (r"[Dd]type|ScalarType|scalar_type|[Ss]calar ?type", "dtype_mismatch", r"^executorch/(?:runtime|kernels)/"),
+    (r"[Tt]ensor rank|rank which is immutable|[Ss]hape|[Nn]umber of dimensions", "shape_mismatch",
+     r"^executorch/runtime/(?:core|executor)/"),
+    (r"[Mm]issing operator|[Oo]perator .*(?:not found|missing)|out variant|can't be found|[Nn]o kernel|"
+     r"[Kk]ernel .*not (?:found|registered)|not registered|operator registered|[Uu]nsupported operator|OpOverload",
+     "missing_custom_op", r"^executorch/"),
+    (r"[Dd]ynamic (?:shapes?|dim)|dynamic_shapes|\bSymInt\b|symbolic (?:value|integer|expression|shape)|"
+     r"upper bound|[Uu]nbacked|\b[Cc]onstraints?\b|\bspeciali[sz]ed?\b", "dynamic_shape_violation",
+     r"^torch/_dynamo/(?!exc)|^executorch/exir/"),
+    (r"[Cc]ompiler|CC environment|[Cc]annot find|[Cc]ould not find|not found|No such file|CUDA_HOME|ROCM|"
+     r"cuobjdump|nvdisasm|libcuda|ld\.lld|[Ii]nstall|Python\.h|TRITON_\w+_PATH", "environment",
+     r"^triton/(?:runtime/build|backends/|compiler/|knobs)"),
+    (r"ptxas|PTXAS|[Cc]ompilation (?:failed|error)|[Ff]ailed to compile", "cpp_compile_error", r"^triton/"),
+    (r"[Ff]ailed to (?:open|read|load|mmap)|[Ii]nvalid (?:program|magic|header|flatbuffer)|[Cc]orrupt|"
+     r"[Pp]rogram|[Mm]ethod .*(?:not found|failed)|\.pte\b", "package_error", r"^executorch/(?:runtime|extension)/"),
+]
+WARNING_WORDS = re.compile(r"has no effect|ignores|may be benign|technically allowed|is unnecessary|"
+                           r"will be ignored|[Ff]alling back|[Dd]eprecated", re.IGNORECASE)
 
 # wrappers that only carry another message: their family is the wrapped message's
 CARRIER = re.compile(r"^(?:(?:Error|Exception in aoti_torch|Runtime error|\{\}CUDA (?:driver )?error|"
@@ -754,6 +978,9 @@ CARRIER = re.compile(r"^(?:(?:Error|Exception in aoti_torch|Runtime error|\{\}CU
                      r"\{\} API call failed at \{\}, line \{\})$", re.DOTALL)
 # API-call carriers that do name their cause
 NOT_CARRIER = re.compile(r"constant_buffer|const_fold|load_constants|inf_and_nan")
+# the other projects: a call that failed with an error code or status whose cause an earlier line says
+# (ExecuTorch's 'method->execute() failed with error 0x12', 'KernelCall failed at instruction 0:0 in operator {}: 0x{}')
+CARRIER_MORE = re.compile(r"(?:\b(?:[Ee]rror|[Ss]tatus|[Cc]ode|err)(?: code)?[:=]? ?(?:0x)?:?\{\}|: 0x\{\})\.?$")
 
 
 def path_family(path: str) -> str:
@@ -769,6 +996,8 @@ def label(template: str, exc_type: str, files: list[str], kind: str = "python_ra
     Python code under ``codegen/cpp_wrapper*`` runs at compile time (lowering); the C++ it emits runs in the
     model (load/run). An ``assert`` / ``AssertionError`` in Python is an internal invariant of the phase it runs
     in: it keeps its path family, keywords do not move it."""
+    if any(re.search(NEW_PROJECT_PATHS, f) for f in files):
+        return label_more(template, exc_type, files, kind)
     python = kind in ("python_raise", "assert") or (kind == "torch_check" and files[0].endswith(".py"))
     fams = ["lowering_error" if python and f.startswith("torch/_inductor/codegen/cpp_wrapper") else path_family(f)
             for f in files]
@@ -790,6 +1019,22 @@ def label(template: str, exc_type: str, files: list[str], kind: str = "python_ra
     return fam, "path"
 
 
+def label_more(template: str, exc_type: str, files: list[str], kind: str) -> tuple[str, str]:
+    """``label`` for the projects other than torch's AOTI path: the path family, refined by ``KEYWORDS_MORE``. A
+    Python assert keeps its path family, as in ``label``."""
+    fams = [path_family(f) for f in files]
+    fam = max(set(fams), key=lambda f: (fams.count(f), f))
+    if kind == "assert" or exc_type == "AssertionError":
+        return fam, "path"
+    text = f"{exc_type.rsplit('.', 1)[-1]}: {template}"  # the class, not its module's words
+    for rx, kfam, where in KEYWORDS_MORE:
+        if where is not None and not any(re.search(where, f) for f in files):
+            continue
+        if re.search(rx, text):
+            return kfam, "keyword" if kfam != fam else "path"
+    return fam, "path"
+
+
 def load_manual(path: Path) -> dict[str, dict]:
     """manual.tsv: id, family, internal (y/n/-), carrier (y/n/-), note; '-' keeps the automatic value."""
     out: dict[str, dict] = {}
@@ -802,7 +1047,8 @@ def load_manual(path: Path) -> dict[str, dict]:
         mid, fam, internal, carrier = cols[:4]
         if fam != "-" and fam not in FAMILIES:
             raise SystemExit(f"manual.tsv: unknown family {fam!r} for {mid}")
-        out[mid] = {"family": fam, "internal": internal, "carrier": carrier, "note": cols[4] if len(cols) > 4 else ""}
+        out[mid] = {"family": fam, "internal": internal, "carrier": carrier, "note": cols[4] if len(cols) > 4 else "",
+                    "warning": cols[5] if len(cols) > 5 else "-"}
     return out
 
 
@@ -823,22 +1069,31 @@ def build(releases: list[tuple[str, dict[str, str]]], manual: dict[str, dict]) -
             rec = recs.get(key)
             if rec is None:
                 rec = recs[key] = {"template": r.template, "exc_type": r.exc_type, "kinds": {}, "files": {},
-                                   "releases": set(), "internal": r.internal}
+                                   "releases": set(), "internal": r.internal, "warning": r.warning}
             rec["kinds"][r.kind] = rec["kinds"].get(r.kind, 0) + 1
             rec["files"].setdefault(r.path, r.line)
             rec["releases"].add(release)
             rec["internal"] = rec["internal"] and r.internal
+            rec["warning"] = rec["warning"] and r.warning
             rec["template"] = r.template  # the newest wording of the same collapsed text
     out = []
     for (_, exc_type), rec in recs.items():
         files = sorted(rec["files"])
         rels = sorted((r for r in rec["releases"] if r[:1].isdigit()), key=_release_key) or \
             sorted(rec["releases"])  # only seen in source snapshots (commit:<sha>), not in a release
-        kind = max(sorted(rec["kinds"]), key=lambda k: rec["kinds"][k])
+        kinds = sorted(rec["kinds"])
+        if "et_return_false" in kinds and len(kinds) > 1:  # soft only where every site is (a kernel's hard check
+            kinds.remove("et_return_false")                # with the same text makes the line evidence)
+        kind = max(kinds, key=lambda k: rec["kinds"][k])
         mid = message_id(rec["template"], exc_type)
         family, basis = label(rec["template"], exc_type, files, kind)
         internal = rec["internal"]
+        # a library's strings do not say whether TORCH_WARN or TORCH_CHECK printed them: the words do
+        warning = rec["warning"] or bool(all(f.endswith(".so") for f in files) and WARNING_WORDS.search(rec["template"]))
         carrier = bool(CARRIER.match(collapse(rec["template"]))) and not NOT_CARRIER.search(rec["template"])
+        own = re.sub(r"^(?:In function \{\}\(\), assert failed|Check failed) \(.*?\): ", "", collapse(rec["template"]))
+        if PROJECT != "torch" and CARRIER_MORE.search(own) and re.search(r"[Ff]ail", own):
+            carrier = True
         m = manual.get(mid)
         if m:
             if m["family"] != "-":
@@ -847,6 +1102,15 @@ def build(releases: list[tuple[str, dict[str, str]]], manual: dict[str, dict]) -
                 internal = m["internal"] == "y"
             if m["carrier"] in ("y", "n"):
                 carrier = m["carrier"] == "y"
+            if m["warning"] in ("y", "n"):
+                warning = m["warning"] == "y"
+        if PROJECT != "torch":  # messages.jsonl (torch) predates the key: all its records are errors
+            out.append({"id": mid, "template": rec["template"], "exc_type": exc_type, "kind": kind,
+                        "files": [f"{f}:{rec['files'][f]}" for f in files],
+                        "first_version": rels[0], "last_version": rels[-1], "versions": len(rels),
+                        "family": family, "basis": basis, "internal": internal, "carrier": carrier,
+                        "warning": warning})
+            continue
         out.append({
             "id": mid, "template": rec["template"], "exc_type": exc_type, "kind": kind,
             "files": [f"{f}:{rec['files'][f]}" for f in files],
@@ -864,12 +1128,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("tags", nargs="*", help="release tags (with --git-dir)")
     ap.add_argument("--wheel", nargs="*", default=[], help="torch wheels")
     ap.add_argument("--tree", nargs="*", default=[], help="RELEASE=DIR source trees")
+    ap.add_argument("--strings", nargs="*", default=[], help="RELEASE=FILE: a C++ library or a torch wheel holding "
+                    "it (--project c10_cuda)")
+    ap.add_argument("--project", default="torch", choices=sorted(PROJECTS),
+                    help="which sources to read (default: torch's AOTI path, messages.jsonl)")
     ap.add_argument("--manual", default=str(Path(__file__).with_name("manual.tsv")))
     ap.add_argument("-o", "--output", default="-")
     args = ap.parse_args(argv)
     if args.tags and not args.git_dir:
         ap.error("tags need --git-dir")
+    global PROJECT
+    PROJECT = args.project
     releases = [git_files(args.git_dir, t) for t in args.tags]
+    releases += [strings_files(s) for s in args.strings]
     releases += [wheel_files(w) for w in args.wheel]
     releases += [tree_files(t) for t in args.tree]
     if not releases:

@@ -20,7 +20,7 @@ import polars as pl
 
 from aoti_trace.model.frames import Frames, conform, empty
 from aoti_trace.ingest.text.lines import PATTERNS, guard_of
-from aoti_trace.ingest.text.known_messages import lookup
+from aoti_trace.ingest.text.known_messages import KnownMessage, error_lines, line_message, lookup
 from aoti_trace.ingest.text.prematch import Haystack
 from aoti_trace.model.vocabulary import (CPP_ORIGIN, FAMILIES, PHASE_FAMILY, module_family, route_cpp,
                                    route_phase)
@@ -105,6 +105,8 @@ def failures_frame(frames: Frames, catalogue: bool = True) -> pl.DataFrame:
         .group_by("run_id", "kind", maintain_order=True).agg(pl.all().first())
         .select("run_id", "kind", "path", "lineno", "text")
     )
+    # a line whose message is a catalogued error (ExecuTorch's runtime, Triton, c10, torch), pasted without traceback
+    known = _by_run(error_lines(lines)) if catalogue else {}
     footers = _by_run(_with_message(lines, _first_match(lines, PATTERNS["torch_footer"], hay)))
     tests = _by_run(_first_match(lines, PATTERNS["test_failed"], hay))
     hints: dict[str, str] = {}
@@ -120,7 +122,7 @@ def failures_frame(frames: Frames, catalogue: bool = True) -> pl.DataFrame:
         row = _failure(run, process.get(run, []), excs.get(run, []), faults.get(run, []), asserts.get(run, []),
                        compiles.get(run, []), errors.get(run, []), hints.get(run),
                        footers.get(run, []) + tests.get(run, []), _by_run(ci_exit).get(run, []), worded.get(run, []),
-                       aborts.get(run, []), fatal_logs.get(run, []), catalogue)
+                       aborts.get(run, []), fatal_logs.get(run, []), catalogue, known.get(run, []))
         if row is not None:
             rows.append(row)
     if not rows:
@@ -217,7 +219,7 @@ def _typed_phase(head: str, exc_type: str, wrapper_type: str) -> str | None:
 def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], asserts: list[Row],
              compiles: list[Row], errors: list[Row], hint: str | None, reported: list[Row],
              ci_exit: list[Row], worded: list[Row], aborts: list[Row], fatal_logs: list[Row],
-             catalogue: bool = True) -> Row | None:
+             catalogue: bool = True, known: list[Row] | None = None) -> Row | None:
     proc = process[0] if process else {}
     code, sig = proc.get("exit_code"), proc.get("signal")
     if code is None and ci_exit:  # the CI runner's closing line gives the exit status the log itself does not
@@ -260,6 +262,8 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
         signals.append("debugger_abort")
     if fatal_logs:
         signals.append("fatal_log")
+    if known:
+        signals.append("known_error_message")
     footer = next((r for r in reported if not r["text"].startswith(("FAILED", "ERROR"))), None)
     failed_test = next((r for r in reported if r["text"].startswith(("FAILED", "ERROR"))), None)
     if footer is not None:
@@ -276,6 +280,7 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
 
     row: dict[str, Any] = {"run_id": run, "path": None, "lineno": None, "signals": ",".join(signals), "exc_type": None}
     logged_by = ""  # the source file of a fatal log line, when that line says what failed
+    said_known: KnownMessage | None = None  # the catalogued error of a line that says what failed
     exc = complete[-1] if complete else (cut[-1] if cut else None)
     # what failed
     if complete:
@@ -320,6 +325,10 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
             f" (last frame {e.get('torch_file') or e.get('user_file')} in {e.get('torch_function') or e.get('user_function')})"
             if e.get("torch_file") or e.get("user_file") else ""), path=e["path"], lineno=e["lineno"],
             exc_type=e.get("exc_type"))
+    elif known:
+        k = known[0]
+        row.update(what=_first_line(k["text"]), path=k["path"], lineno=k["lineno"])
+        said_known = lookup(line_message(k["text"]))
     elif fatal_logs:
         f = fatal_logs[0]
         row.update(what=_first_line(f["text"]), path=f["path"], lineno=f["lineno"])
@@ -379,15 +388,16 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
             phase, source = "export", "Dynamo's error footer"
     module = (exc.get("torch_file") if exc is not None else None) or cpp
     family = module_family(module, head) or PHASE_FAMILY[phase]
-    if phase == "unknown" and catalogue:  # no frame places it: is it a message torch raises, and where?
+    if phase == "unknown" and catalogue:  # no frame places it: is it a catalogued message, and where raised?
         said = (exc or {}).get("message") if complete else (terminate[0].get("what") if terminate else None)
-        known = lookup(said)
-        if known is not None and known.family in FAMILIES and known.family != "unexplained":
-            file = known.file.rpartition(":")[0]
+        found = said_known or lookup(said)
+        if found is not None and not found.warning and found.family in FAMILIES and found.family != "unexplained":
+            file = found.file.rpartition(":")[0]
             routed, _ = route_phase([(file, "")])
             phase = routed if routed not in ("unknown", "user") else phase
-            source = f"catalogue: torch raises this message in {known.file} ({known.first_version}-{known.last_version})"
-            family = known.family
+            source = f"catalogue: {file.split('/')[0]} raises this message in {found.file} " \
+                     f"({found.first_version}-{found.last_version})"
+            family = found.family
     row.update(phase=phase, phase_source=source, family=family)
 
     # the user's code closest to the failure
