@@ -1,4 +1,5 @@
 """On-disk cache of loaded rule sets: YAML parsing, fragment interpolation and validation happen once per rule content.
+(The message catalogue's lookup texts are cached the same way, keyed by the catalogue files: ``ingest.text.known_messages``.)
 
 An entry is a pickle in the user cache folder, named by a SHA-256 over
 
@@ -79,33 +80,36 @@ def _versions() -> bytes:
     return b"\0".join(parts)
 
 
-def rules_key(folders: Iterable[Path], extra: str = "") -> str:
-    """SHA-256 (hex) of the rule files under ``folders`` (each a folder or one file) and of the code versions."""
+def rules_key(folders: Iterable[Path], extra: str = "", suffixes: tuple[str, ...] = RULE_SUFFIXES) -> str:
+    """SHA-256 (hex) of the rule files (``suffixes``) under ``folders`` (each a folder or one file) and of the code
+    versions."""
     h = hashlib.sha256(_versions())
     h.update(extra.encode())
     for folder in folders:
         folder = Path(folder).resolve()
         h.update(b"\0folder\0" + str(folder).encode())
         files = [folder] if folder.is_file() else sorted(
-            p for p in folder.rglob("*") if p.suffix in RULE_SUFFIXES and p.is_file())
+            p for p in folder.rglob("*") if p.suffix in suffixes and p.is_file())
         for path in files:
             h.update(b"\0file\0" + str(path.relative_to(folder) if path != folder else path.name).encode())
             h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
 
 
-def cached(folders: Iterable[Path], build: Callable[[], T], expect: type[T], extra: str = "") -> T:
-    """``build()``'s result for the rule files under ``folders``, from the cache when an entry exists.
+def cached(folders: Iterable[Path], build: Callable[[], T], expect: type[T], extra: str = "",
+           suffixes: tuple[str, ...] = RULE_SUFFIXES) -> T:
+    """``build()``'s result for the files (``suffixes``: rule files by default) under ``folders``, from the cache
+    when an entry exists.
 
     ``expect`` is the type the entry must hold (anything else is treated as corrupt); ``extra`` distinguishes
-    results built differently from the same folders (e.g. which path of them was loaded).
+    results built differently from the same folders (e.g. which path of them was loaded, or what is built from them).
     """
     folders = list(folders)
     where = cache_dir()
     if where is None:
         return build()
     try:
-        key = rules_key(folders, extra)
+        key = rules_key(folders, extra, suffixes)
     except OSError:  # a rule file vanished or is unreadable: the loader reports it
         return build()
     if key in _MEMO:
