@@ -112,6 +112,7 @@ def test_every_catalogue_file_fits_the_schema_and_torch_file_has_no_warnings():
         assert not any(m.counted for m in messages if m.warning)
 
 
+@pytest.mark.slow
 def test_null_cases_are_not_failures_by_a_catalogued_line():
     """Every fixture labelled 'no failure' (primary: null): the catalogue makes none of them a failure (a null case
     that other signals already call failed, e.g. a logged exception the rules mark as a warning, may also have a

@@ -67,6 +67,7 @@ def test_captures_classify_the_same_with_and_without_shortcuts(monkeypatch):
         _same(*_both([line for path in CAPTURES[i:i + 25] for line in _lines(path)], monkeypatch))
 
 
+@pytest.mark.slow
 def test_each_capture_reads_the_same_with_and_without_the_small_input_shortcuts(monkeypatch):
     """Every real capture on its own (the small-input path: guards skip steps, literals skip patterns in the
     classifier and in the failures frame): its classified lines and all its frames, failures included."""
