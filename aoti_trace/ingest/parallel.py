@@ -27,10 +27,13 @@ from aoti_trace.model.frames import Frames
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-PARALLEL_MIN_CPU_S = 3.0  # estimated reading CPU below which a pool costs more than it saves
-# Measured reading cost (bench/RESULTS.md, section 000b; 2 cores at load 3-9): a file read in a batch of small ones
-# ~2 ms, a large file (streamed alone) ~25 ms, plus ~50 ms per MB either way.
-SMALL_FILE_CPU_S, LARGE_FILE_CPU_S, CPU_S_PER_MB = 0.002, 0.025, 0.05
+# Estimated reading CPU below which a pool costs more than it saves: measured on 2 cores at load ~2.6
+# (bench/RESULTS.md, section 0000), 5,000 small files (~3 CPU-s of reading) took 3.8 s in one process and 6.5 s
+# with two workers (their start, and the frames pickled back).
+PARALLEL_MIN_CPU_S = 8.0
+# Measured reading cost (sections 000b and 0000): a file read in a batch of small ones ~0.4 ms, a large file
+# (streamed alone) ~25 ms, plus ~50 ms per MB either way.
+SMALL_FILE_CPU_S, LARGE_FILE_CPU_S, CPU_S_PER_MB = 0.0004, 0.025, 0.05
 WORKERS_ENV = "AOTI_TRACE_WORKERS"
 PROGRESS_AFTER_S = 1.0
 POLARS_THREADS_ENV = "POLARS_MAX_THREADS"

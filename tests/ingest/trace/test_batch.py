@@ -180,7 +180,7 @@ def test_a_pool_is_started_only_when_reading_would_take_longer_than_starting_it(
     jobs = [([p for p in REAL[i::5]], f"run{i}") for i in range(5)]
     list(parallel.read_traces(jobs, processes=2))
     assert started == [] and parallel.estimated_cpu_s([p for paths, _ in jobs for p in paths]) < 3
-    many = [(list(REAL) * 40, "big")]  # the same small files many times: ~4,000 reads at ~2 ms each
+    many = [(list(REAL) * 400, "big")]  # the same files many times: ~40,000 reads
     assert parallel.estimated_cpu_s(many[0][0]) >= parallel.PARALLEL_MIN_CPU_S
     list(parallel.read_traces(many, processes=2))
     assert started == [2]
