@@ -38,11 +38,12 @@ UCX_BACKTRACE = r"^==== backtrace \(tid: *[0-9]+\) ====\s*$"
 UCX_SIGNALS = {"4": "SIGILL", "6": "SIGABRT", "7": "SIGBUS", "8": "SIGFPE", "11": "SIGSEGV"}
 # the shell's report of a child killed by a signal: 'Segmentation fault (core dumped)' on its own line, bash's job
 # line './run.sh: line 34:  1930 Aborted                 (core dumped) cmd ...', zsh's '[1]    10753 killed     cmd'
-# and 'zsh: segmentation fault  cmd' (and 'Segfault (core dumped)', as people retype it)
+# and 'zsh: segmentation fault  cmd' (and 'Segfault (core dumped)', as people retype it); zsh on Linux names SIGABRT
+# by its alias SIGIOT: '[1]    2964411 IOT instruction (core dumped)'
 SHELL_SIGNAL = (
     r"^(?:(?:\S+: line \d+: +\d+ +)?(?P<what>Segmentation fault|Segfault|Bus error|Aborted|Illegal instruction"
     r"|Floating point exception|Killed)|(?:\[\d+\] +[+-]? *\d+ +|zsh: )(?P<what2>(?i:segmentation fault|bus error"
-    r"|abort|illegal hardware instruction|floating point exception|killed)))(?: +\(?core dumped\)?)?(?:\s*$| +\S)"
+    r"|abort|iot instruction|illegal hardware instruction|floating point exception|killed)))(?: +\(?core dumped\)?)?(?:\s*$| +\S)"
 )
 
 SIGNALS = {
@@ -115,7 +116,7 @@ def faults_frame(df: pl.DataFrame) -> pl.DataFrame:
         m = r["_shell"] if r["_shell"] and (r["_shell"]["what"] or r["_shell"]["what2"]) is not None else None
         if m:
             said = (m["what"] or m["what2"]).lower()
-            sig = _signal(said) or {"killed": "SIGKILL", "abort": "SIGABRT",
+            sig = _signal(said) or {"killed": "SIGKILL", "abort": "SIGABRT", "iot instruction": "SIGABRT",
                                     "illegal hardware instruction": "SIGILL"}.get(said)
             rows.append({"run_id": run_id, "path": path, "lineno": lineno, "kind": "fatal_signal", "what": msg[:300],
                          "signal": sig, "_stack": []})
