@@ -67,11 +67,16 @@ def test_captures_classify_the_same_with_and_without_shortcuts(monkeypatch):
         _same(*_both([line for path in CAPTURES[i:i + 25] for line in _lines(path)], monkeypatch))
 
 
+SHARDS = 16  # the captures in this many tests, so that a parallel run (pytest -n) can spread them
+
+
 @pytest.mark.slow
-def test_each_capture_reads_the_same_with_and_without_the_small_input_shortcuts(monkeypatch):
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_each_capture_reads_the_same_with_and_without_the_small_input_shortcuts(shard, monkeypatch):
     """Every real capture on its own (the small-input path: guards skip steps, literals skip patterns in the
     classifier and in the failures frame): its classified lines and all its frames, failures included."""
-    for path in CAPTURES:
+    assert len(CAPTURES) > 100
+    for path in CAPTURES[shard::SHARDS]:
         _same(*_small(_lines(path), monkeypatch))
         got = []
         for enabled in (True, False):
