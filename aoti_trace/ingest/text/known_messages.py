@@ -32,6 +32,9 @@ MIN_EVIDENCE = 24
 # the literal piece a line must contain to be looked up at all (the Polars prefilter of error_lines)
 MIN_ANCHOR = 10
 MAX_CANDIDATES = 2000  # lines looked up per call of error_lines, at most (the first ones)
+# up to this many lines, error_lines looks for the anchors in Python (:func:`_holds_anchor`, ~0.1-1 ms a line):
+# Polars' Aho-Corasick automaton of the ~7,000 anchors takes ~40 ms to build, whatever the number of lines
+SMALL_CANDIDATES = 64
 # line kinds that can carry a pasted error message (not tracebacks, warnings, noise, generated code)
 EVIDENCE_KINDS = ("plain", "exception", "cpp_error", "printer", "torch_log")
 HANDLED_LEVELS = ("V", "I", "W", "D")  # a line logged at these levels is not an error, whatever it says
@@ -222,11 +225,33 @@ def _build_anchors(templates: tuple[Template, ...]) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
+@lru_cache(maxsize=1)
+def _anchor_index() -> dict[str, tuple[str, ...]]:
+    """The anchors by their first ``MIN_ANCHOR`` characters (every anchor has at least that many)."""
+    out: dict[str, list[str]] = {}
+    for anchor in _anchors():
+        out.setdefault(anchor[:MIN_ANCHOR], []).append(anchor)
+    return {head: tuple(group) for head, group in out.items()}
+
+
+def _holds_anchor(text: str) -> bool:
+    """Whether ``text`` contains one of the anchors, as Polars' ``str.contains_any(anchors)`` says: each window of
+    ``MIN_ANCHOR`` characters is looked up among the anchors' first characters (linear in the text, which
+    error_lines cuts at ``MAX_MESSAGE``)."""
+    index = _anchor_index()
+    for i in range(len(text) - MIN_ANCHOR + 1):
+        group = index.get(text[i:i + MIN_ANCHOR])
+        if group is not None and any(text.startswith(anchor, i) for anchor in group):
+            return True
+    return False
+
+
 def error_lines(lines: pl.DataFrame) -> pl.DataFrame:
     """Per run, the first line of ``lines`` (the ``lines`` frame) whose message is a catalogued error (:func:`is_error`):
     run_id, path, lineno, text (``lookup(line_message(text))`` is its record). A line at a handled level
-    (info, warning, debug) or whose best match is a warning is not one. Linear: a Polars Aho-Corasick prefilter on the
-    templates' anchors, then :func:`lookup` (``str.find``) on the few lines left."""
+    (info, warning, debug) or whose best match is a warning is not one. Linear: a prefilter on the templates' anchors
+    (Polars' Aho-Corasick, or :func:`_holds_anchor` for a few lines), then :func:`lookup` (``str.find``) on the
+    few lines left."""
     schema = {"run_id": pl.String, "path": pl.String, "lineno": pl.Int64, "text": pl.String}
     if lines.height == 0:
         return pl.DataFrame(schema=schema)
@@ -236,7 +261,12 @@ def error_lines(lines: pl.DataFrame) -> pl.DataFrame:
             .select("run_id", "path", "lineno", text.str.slice(0, MAX_MESSAGE).alias("text")))
     if cand.height == 0:  # the catalogue is not even loaded
         return pl.DataFrame(schema=schema)
-    cand = cand.filter(cand.get_column("text").str.contains_any(list(_anchors()))).head(MAX_CANDIDATES)
+    texts = cand.get_column("text")
+    if cand.height <= SMALL_CANDIDATES:
+        holds = pl.Series([_holds_anchor(text) for text in texts.to_list()], dtype=pl.Boolean)
+    else:
+        holds = texts.str.contains_any(list(_anchors()))
+    cand = cand.filter(holds).head(MAX_CANDIDATES)
     rows: dict[str, dict[str, object]] = {}
     for row in cand.iter_rows(named=True):
         if row["run_id"] in rows:
