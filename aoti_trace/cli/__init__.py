@@ -6,7 +6,10 @@ Exit codes: 0 nothing at or above --fail-on, 1 findings, 2 usage/input error, 3 
 
 from __future__ import annotations
 
+import gc
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -64,15 +67,30 @@ def _register() -> None:
 
 
 # The cyclic garbage collector's first threshold for the command-line process (CPython's default: 700 allocations).
-# Start-up allocates several hundred thousand objects that live to the end (modules, the rule set, pydantic and
-# Polars internals): with the default, ~120 collections, one of them of everything, cost ~70 ms of a ~0.9 s
-# `analyze` of a small capture; with 10,000, ~8 and ~25 ms (issue 12). Cyclic garbage is still collected.
+# Start-up allocates several hundred thousand objects that live to the end (modules, the rule set, Polars
+# internals): with the default, ~120 collections, one of them of everything, cost ~70 ms of a ~0.9 s `analyze` of a
+# small capture; with 10,000, ~8 and ~25 ms (issue 12). Cyclic garbage is still collected.
 GC_THRESHOLD = 10_000
+
+
+@contextmanager
+def long_lived() -> Iterator[None]:
+    """Objects made inside live to the end of the process (a command's imports): the cyclic collector is paused
+    while they are made, and at the first use in a process they are moved out of its reach after (:func:`gc.freeze`:
+    with everything else alive then), so that later collections do not walk them again: ~20 of the ~25 ms the
+    collector took in `analyze` of a small capture. Later uses (a second command in one process, e.g. a test) freeze
+    nothing more: the objects alive then may include garbage of the earlier commands."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+        gc.enable()
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point with aoti-trace's exit-code policy."""
-    import gc
     import os
 
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])

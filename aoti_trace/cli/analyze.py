@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from aoti_trace.cli import cli
+from aoti_trace.cli import cli, long_lived
 from aoti_trace.cli.options import format_option, out_option, rules_options, ruleset
 from aoti_trace.model.errors import ReportError
 from aoti_trace.model.vocabulary import SEVERITIES
@@ -97,8 +97,9 @@ def analyze_cmd(ctx: click.Context, paths: tuple[Path, ...], stderr: str | None,
                 out: Path | None, html_path: Path | None, perfetto_path: Path | None, fail_on: str, color: str,
                 source_root: Path | None, sarif_category: str | None, this_host: bool) -> None:
     """Diagnose PATHs: TORCH_TRACE folders or files, capture folders, .pt2 packages, or any folder."""
-    from aoti_trace.pipeline import analyze
-    from aoti_trace.report import render
+    with long_lived():
+        from aoti_trace.pipeline import analyze
+        from aoti_trace.report import render
 
     if not paths and stderr is None and stdout is None:
         raise click.UsageError("give at least one PATH, or --stderr FILE|-")

@@ -5,7 +5,8 @@ Public API::
 
     evaluate(rules, frames) -> list[Finding]  ranked; exactly one primary when any error finding exists
 
-Modules: schema (pydantic models), ruleset (a loaded rule set), query (rules compiled to Polars expressions, and matching),
+Modules: schema (a rule's dataclasses), validation (their pydantic models: rule files checked, the JSON Schema),
+ruleset (a loaded rule set), query (rules compiled to Polars expressions, and matching),
 evaluator, rank (ordering findings), attribution (the process ranks of a finding), consequences, failure_rules,
 reasoners (computed enrichment), kernel_lookup, testing (rule-example harness).
 """

@@ -2,6 +2,6 @@
 
 import json
 
-from aoti_trace.engine.schema import rule_json_schema
+from aoti_trace.engine.validation import rule_json_schema
 
 print(json.dumps(rule_json_schema(), indent=2))

@@ -7,6 +7,7 @@ torchrun's ``attempt_*/<rank>/`` folders) or the run's manifest (``RANK``); rank
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from aoti_trace.model.ranks import GLOG_TIME, OWN_RANK, manifest_ranks, path_rank
@@ -59,10 +60,10 @@ def attribute(findings: list[Finding], frames: Frames) -> list[Finding]:
     times: dict[tuple[str, str, str], str | None] = {}
     for i, f in enumerate(findings):
         if i in update:
-            f = f.model_copy(update={"ranks": update[i]["ranks"], "first_rank": update[i]["first_rank"]})
+            f = replace(f, ranks=update[i]["ranks"], first_rank=update[i]["first_rank"])
             times.setdefault((f.run_id, f.rule_id, f.message), update[i]["ts"])
         elif f.run_id in by_manifest:
-            f = f.model_copy(update={"ranks": [by_manifest[f.run_id]], "first_rank": by_manifest[f.run_id]})
+            f = replace(f, ranks=[by_manifest[f.run_id]], first_rank=by_manifest[f.run_id])
         out.append(f)
     return consequences.mark(merge(out), times)
 
@@ -76,7 +77,7 @@ def merge(findings: list[Finding]) -> list[Finding]:
         if f.ranks and key in first:
             j = first[key]
             ranks = sorted(set(out[j].ranks) | set(f.ranks))
-            out[j] = out[j].model_copy(update={"ranks": ranks})
+            out[j] = replace(out[j], ranks=ranks)
             continue
         if f.ranks:
             first[key] = len(out)

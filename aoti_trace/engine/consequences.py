@@ -18,6 +18,7 @@ rank of the failing finding whose line comes first by its glog time stamp, else 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -55,12 +56,12 @@ def mark(findings: list[Finding], times: dict[tuple[str, str, str], str | None] 
         rank = out[first].first_rank if out[first].first_rank in own else own[0]
         victims = [i for i in idx if out[i].ranks and set(out[i].ranks) <= collateral]
         for i in victims:
-            out[i] = out[i].model_copy(update={"fields": {**out[i].fields, "consequence_of": str(rank)}})
-        out[first] = out[first].model_copy(update={
-            "first_rank": rank, "fields": {**out[first].fields, "consequences": rank_ranges(collateral)}})
+            out[i] = replace(out[i], fields={**out[i].fields, "consequence_of": str(rank)})
+        out[first] = replace(out[first], first_rank=rank,
+                             fields={**out[first].fields, "consequences": rank_ranges(collateral)})
         if any(out[i].primary for i in victims):
             best = min(failing)  # rank order: the best finding of a failing rank
-            out = [f.model_copy(update={"primary": i == best}) if f.primary or i == best else f
+            out = [replace(f, primary=i == best) if f.primary or i == best else f
                    for i, f in enumerate(out)]
             moved_primary = True
     if moved_primary:  # the primary first, as rank() leaves it

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
+from dataclasses import replace
 from typing import Any, Iterable
 
 import polars as pl
@@ -213,7 +214,7 @@ def _finding(
         fingerprint=fingerprint(rule.id, fields),
     )
     finding = describe(finding, frames) if is_failure_rule(rule.id) else enrich(finding, frames)
-    finding = finding.model_copy(update={"rerun": rerun_command(finding.env_flags, frames, run_id, finding.family)})
+    finding = replace(finding, rerun=rerun_command(finding.env_flags, frames, run_id, finding.family))
     position = (row.get("lineno") if isinstance(row.get("lineno"), int) else None, row.get(query.ROW, 0))
     return Ranked(finding, rule, position)
 
@@ -240,7 +241,7 @@ def _with_message_lines(ev: Evidence, frames: Frames, run_id: str) -> Evidence:
     more = [ln for ln in (message or "").splitlines()[1:] if ln.strip()][:MESSAGE_LINES - 1]
     if not more:
         return ev
-    return ev.model_copy(update={"text": "\n".join([ev.text, *more])[:MAX_EVIDENCE_TEXT]})
+    return replace(ev, text="\n".join([ev.text, *more])[:MAX_EVIDENCE_TEXT])
 
 
 def _enclosing_exception(frames: Frames, run_id: str, row: dict[str, Any]) -> dict[str, Any] | None:

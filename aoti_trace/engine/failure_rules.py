@@ -11,10 +11,11 @@ command) with the debugging ladder as the next step.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from aoti_trace.engine import query
-from aoti_trace.engine.schema import Rule
+from aoti_trace.engine.schema import ColumnRef, Leaf, Rule
 from aoti_trace.model.findings import Finding
 from aoti_trace.model.frames import Frames
 from aoti_trace.model.vocabulary import FAMILIES, PHASE_TEXT
@@ -51,19 +52,20 @@ _FIELDS = ("what", "exc_type", "phase", "phase_source", "user_file", "user_line"
 
 
 def _rule(rule_id: str, name: str, family: str, title: str) -> Rule:
-    return Rule.model_validate({
-        "id": rule_id, "name": name, "title": title,
-        "description": "Built in (aoti_trace.engine.failure_rules): the run failed (the failures frame) and no other "
-                       "error finding explains it; reports what failed, in which phase, and the next step.",
-        "family": family, "severity": "error", "role": "carrier", "precision": "medium", "priority": -100,
-        "status": "stable", "version": 1,
-        "match": {"frame": "failures", "column": "family", "equals": family, "anchor": True},
-        "occurrence": "last",
-        "extract": {f: {"column": f} for f in _FIELDS},
-        "message": "{{what}}",
-        "remedy": "See the debugging ladder.",
-        "guide": GUIDE,
-    })
+    # built as it is, not validated (that would import pydantic on every run); a test validates them
+    return Rule(
+        id=rule_id, name=name, title=title,
+        description="Built in (aoti_trace.engine.failure_rules): the run failed (the failures frame) and no other "
+                    "error finding explains it; reports what failed, in which phase, and the next step.",
+        family=family, severity="error", role="carrier", precision="medium", priority=-100,  # type: ignore[arg-type]
+        status="stable", version=1,
+        match=Leaf(frame="failures", column="family", equals=family, anchor=True),
+        occurrence="last",
+        extract={f: ColumnRef(column=f) for f in _FIELDS},
+        message="{{what}}",
+        remedy="See the debugging ladder.",
+        guide=GUIDE,
+    )
 
 
 FAILURE_RULES: list[Rule] = [_rule(*row) for row in _TABLE]
@@ -158,6 +160,6 @@ def describe(finding: Finding, frames: Frames) -> Finding:
     signals = f.get("signals", "")
     if signals == "exit_code":
         parts.append("Only the exit status shows the failure: no error text was captured.")
-    return finding.model_copy(update={"remedy": "\n".join(parts).replace("\n\n\n", "\n\n"),
-                                      "env_flags": {**_PHASE_ENV.get(phase, {}), **finding.env_flags}})
+    return replace(finding, remedy="\n".join(parts).replace("\n\n\n", "\n\n"),
+                   env_flags={**_PHASE_ENV.get(phase, {}), **finding.env_flags})
 

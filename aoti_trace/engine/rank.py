@@ -18,7 +18,7 @@ and ``info`` findings alone give no primary.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aoti_trace.engine.schema import Rule
@@ -57,4 +57,4 @@ def rank(items: list[Ranked]) -> list[Finding]:
     top = next((i for i, item in enumerate(ordered)
                 if item.finding.severity == "error"
                 or (item.finding.severity == "warning" and item.rule.role == "cause")), None)
-    return [item.finding.model_copy(update={"primary": i == top}) for i, item in enumerate(ordered)]
+    return [replace(item.finding, primary=i == top) for i, item in enumerate(ordered)]

@@ -31,6 +31,7 @@ Registered:
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, Callable
 
 import polars as pl
@@ -86,7 +87,7 @@ def _add(finding: Finding, *, fields: dict[str, str] | None = None, env: dict[st
         update["message"] = f"{finding.message} ({note})"
     if evidence:
         update["evidence"] = (list(finding.evidence) + evidence)[:4]
-    return finding.model_copy(update=update)
+    return replace(finding, **update)
 
 
 @reasoner("illegal_memory_access")
@@ -188,7 +189,7 @@ def oob_kernel(finding: Finding, frames: Frames) -> Finding:
         fields.update({k: str(v) for k, v in optional.items() if v is not None})
         evidence = [Evidence(source=source, path=where, line=None, text=match.launch)] if match.launch else []
         finding = _add(finding, fields=fields, note=describe(match), evidence=evidence)
-        return finding.model_copy(update={"remedy": remedy(match, finding.env_flags)})
+        return replace(finding, remedy=remedy(match, finding.env_flags))
     return finding
 
 
@@ -355,9 +356,8 @@ def deprecated_call_site(finding: Finding, frames: Frames) -> Finding:
             fields["migration"] = rewrite
     finding = _add(finding, fields=fields, note=f"called at {site}", evidence=evidence)
     if "migration" in fields:
-        finding = finding.model_copy(update={
-            "remedy": f"At `{site}` replace\n\n```python\n{fields['call_code']}\n```\n\nwith\n\n```python\n"
-                      f"{fields['migration']}\n```\n\n{finding.remedy}"})
+        finding = replace(finding, remedy=f"At `{site}` replace\n\n```python\n{fields['call_code']}\n```\n\nwith\n\n"
+                                           f"```python\n{fields['migration']}\n```\n\n{finding.remedy}")
     return finding
 
 

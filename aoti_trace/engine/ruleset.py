@@ -7,15 +7,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from aoti_trace.engine.schema import NAME_RE, Rule
 
 
-class IgnoreEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class IgnoreEntry:
+    """One entry of ``ignore.yaml``: lines this regex matches are benign (``lines.kind`` noise). Validated by
+    :func:`aoti_trace.engine.validation.validate_ignore`."""
 
-    name: str = Field(pattern=NAME_RE)
+    name: str = field(metadata={"pattern": NAME_RE})
     regex: str
     why: str
     origin: str | None = None

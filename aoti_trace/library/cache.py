@@ -6,7 +6,8 @@ An entry is a pickle in the user cache folder, named by a SHA-256 over
 * the content (relative path and bytes) of every ``*.yaml`` / ``*.yml`` file under each rule folder, and the
   folders' absolute paths (a :class:`~aoti_trace.engine.ruleset.RuleSet` records where each rule came from);
 * the versions of aoti-trace, Python, Polars, pydantic and PyYAML, and the source of the modules that define what
-  is stored (the rule schema and the loader), so an entry is never used by another version of the code.
+  is stored and how it is validated (the rule schema, its pydantic models and the loader), so an entry is never used
+  by another version of the code.
 
 Any change gives a new name; nothing is ever updated in place. Within one process, a rule set with the same key is
 loaded once (callers treat it as read-only). The cache is safe to delete at any time. An entry
@@ -61,22 +62,24 @@ def _versions() -> bytes:
     import importlib.util
 
     import polars
-    import pydantic
 
     import aoti_trace
     from aoti_trace.engine import ruleset, schema
     from aoti_trace.model import literal
     from aoti_trace.library import loader
 
-    parts = [FORMAT, aoti_trace.__version__.encode(), sys.version.encode()]
-    for name, module in (("polars", polars), ("pydantic", pydantic)):  # already imported
-        parts.append(f"{name}={getattr(module, '__version__', getattr(module, 'VERSION', '?'))}".encode())
-    # PyYAML is not imported when the cache answers (start-up): its __init__.py, which states its version, stands
-    # for it
-    spec = importlib.util.find_spec("yaml")
-    parts.append(b"pyyaml=" + (Path(spec.origin).read_bytes() if spec and spec.origin else b"?"))
-    for module in (schema, ruleset, loader, literal):  # what a cached RuleSet is made of: a source edit invalidates it
+    parts = [FORMAT, aoti_trace.__version__.encode(), sys.version.encode(), f"polars={polars.__version__}".encode()]
+    # pydantic (it validates what is stored) and PyYAML are not imported when the cache answers (start-up): a file of
+    # each that states its version stands for it
+    for name, file in (("pydantic", "version.py"), ("yaml", "__init__.py")):
+        spec = importlib.util.find_spec(name)
+        where = Path(spec.origin).with_name(file) if spec and spec.origin else None
+        parts.append(name.encode() + b"=" + (where.read_bytes() if where and where.is_file() else b"?"))
+    # what a cached RuleSet is made of and what validated it: a source edit invalidates it
+    for module in (schema, ruleset, loader, literal):
         parts.append(Path(module.__file__).read_bytes())  # type: ignore[arg-type]
+    for name in ("engine/validation.py", "model/derive.py"):  # not imported here (they import pydantic)
+        parts.append((Path(aoti_trace.__file__).parent / name).read_bytes())
     return b"\0".join(parts)
 
 

@@ -16,8 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from pydantic import ValidationError
-
 from aoti_trace.model.literal import required_literals
 from aoti_trace.engine.ruleset import IgnoreEntry, RuleSet
 from aoti_trace.engine.schema import Rule, check_regex, leaves
@@ -28,7 +26,9 @@ SPECIAL_FILES = ("fragments.yaml", "ignore.yaml")
 RULES_ENV = "AOTI_TRACE_RULES"  # extra rule folders, os.pathsep-separated, added to the built-in library
 
 if TYPE_CHECKING:
-    import yaml  # imported where a rule file is parsed: a cached rule set needs no YAML (start-up)
+    # imported where a rule file is parsed: a cached rule set needs no YAML and no pydantic (start-up)
+    import yaml
+    from pydantic import ValidationError
 
 # what every `rules_path` argument accepts: a rules folder or file, an already loaded RuleSet, or None (the built-in
 # library; see load_rules)
@@ -186,11 +186,15 @@ def load_ignore(path: Path) -> list[IgnoreEntry]:
     items = data.get("ignore") if isinstance(data, dict) else None
     if not isinstance(items, list) or set(data) - {"ignore"}:
         raise RuleError(f"{path}:1:1: expected a mapping with one key 'ignore' (a list of {{name, regex, why}})")
+    from pydantic import ValidationError
+
+    from aoti_trace.engine.validation import validate_ignore
+
     out: list[IgnoreEntry] = []
     for i, item in enumerate(items):
         node = _locate(root, ("ignore", i))
         try:
-            entry = IgnoreEntry.model_validate(item)
+            entry = validate_ignore(item)
             check_regex(entry.regex)
         except ValidationError as exc:
             raise _schema_error(path, node, exc) from None
@@ -223,8 +227,12 @@ def load_rule_file(path: Path, fragments: dict[str, str] | None = None) -> Rule:
     if not isinstance(data, dict):
         raise RuleError(f"{path}:1:1: a rule file must be a YAML mapping")
     data = _interpolate(data, fragments or {}, path, root)
+    from pydantic import ValidationError
+
+    from aoti_trace.engine.validation import validate_rule
+
     try:
-        return Rule.model_validate(data)
+        return validate_rule(data)
     except ValidationError as exc:
         raise _schema_error(path, root, exc) from None
 

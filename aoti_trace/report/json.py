@@ -151,10 +151,16 @@ RUN_SCHEMA: dict[str, Any] = {
 
 
 def finding_schema() -> dict[str, Any]:
-    """JSON Schema of one finding record (``aoti-trace.finding/v1``, one line of ``jsonl``), from the model."""
-    from aoti_trace.model.findings import Finding
+    """JSON Schema of one finding record (``aoti-trace.finding/v1``, one line of ``jsonl``), from the pydantic model
+    derived from the dataclass."""
+    from pydantic import ConfigDict
 
-    return Finding.model_json_schema(by_alias=True, mode="serialization")
+    from aoti_trace.model.derive import derive
+    from aoti_trace.model.findings import Evidence, Finding
+
+    frozen = ConfigDict(frozen=True)
+    model = derive(Finding, __name__, frozen, {Evidence: derive(Evidence, __name__, frozen)})
+    return model.model_json_schema(by_alias=True, mode="serialization")
 
 
 def document_schema() -> dict[str, Any]:

@@ -126,3 +126,25 @@ def test_null_cases_are_not_failures_by_a_catalogued_line():
         made += [f"{case.name}: {w}" for s, w in failures.select("signals", "what").iter_rows()
                  if s == "known_error_message"]
     assert made == []
+
+
+def test_the_anchor_test_of_a_few_lines_says_what_polars_says():
+    """error_lines looks for the anchors in Python below SMALL_CANDIDATES lines, with Polars' contains_any above:
+    both say the same of every line of the fixture captures and of anchors placed at the start, middle and end of
+    a line, cut by one character, or alone."""
+    import random
+
+    import polars as pl
+
+    from aoti_trace.ingest.text import known_messages
+
+    anchors = known_messages._anchors()
+    texts = [line[:known_messages.MAX_MESSAGE] for path in sorted((ROOT / "fixtures").rglob("stderr*.txt"))
+             for line in path.read_text(encoding="utf-8", errors="replace").split("\n")]
+    rng = random.Random(12)
+    for anchor in rng.sample(anchors, 300):
+        texts += [anchor, anchor[:-1], anchor[1:], f"x: {anchor}", f"{anchor} y", f"RuntimeError: ab {anchor} cd é"]
+    texts += ["", "short", "é" * 40]
+    expected = pl.Series(texts).str.contains_any(list(anchors)).to_list()
+    assert [known_messages._holds_anchor(t) for t in texts] == expected
+    assert 1000 < len(texts) and 300 < sum(expected) < len(texts) - 300

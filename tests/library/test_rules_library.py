@@ -12,7 +12,7 @@ import pytest
 
 from aoti_trace.library.loader import default_rules_dir, load_rules
 from aoti_trace.library.lint import lint
-from aoti_trace.engine.schema import rule_json_schema
+from aoti_trace.engine.validation import rule_json_schema
 from aoti_trace.engine.testing import run_example
 
 RULES = load_rules(default_rules_dir())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import typing
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ TERMS = {"family": vocabulary.FAMILIES, "severity": vocabulary.SEVERITIES, "role
 def test_modules_import_the_terms_instead_of_restating_them():
     assert findings.FAMILIES is vocabulary.FAMILIES and findings.SEVERITIES is vocabulary.SEVERITIES
     assert rule_schema.PRECISIONS is vocabulary.PRECISIONS and rule_schema.ROLES is vocabulary.ROLES
-    assert findings.Finding.model_fields["precision"].annotation is vocabulary.Precision
+    assert typing.get_type_hints(findings.Finding)["precision"] is vocabulary.Precision
     # no module but model/vocabulary.py spells out one of these closed sets (as a Literal, a tuple, a list or a set)
     spelled = {term: r",\s*".join(re.escape(json.dumps(v)) for v in values[:4]) for term, values in TERMS.items()}
     for path in (ROOT / "aoti_trace").rglob("*.py"):

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -31,6 +32,9 @@ MIN_EVIDENCE = 24
 # the literal piece a line must contain to be looked up at all (the Polars prefilter of error_lines)
 MIN_ANCHOR = 10
 MAX_CANDIDATES = 2000  # lines looked up per call of error_lines, at most (the first ones)
+# up to this many lines, error_lines looks for the anchors in Python (:func:`_holds_anchor`, ~0.1-1 ms a line):
+# Polars' Aho-Corasick automaton of the ~7,000 anchors takes ~40 ms to build, whatever the number of lines
+SMALL_CANDIDATES = 64
 # line kinds that can carry a pasted error message (not tracebacks, warnings, noise, generated code)
 EVIDENCE_KINDS = ("plain", "exception", "cpp_error", "printer", "torch_log")
 HANDLED_LEVELS = ("V", "I", "W", "D")  # a line logged at these levels is not an error, whatever it says
@@ -38,7 +42,7 @@ HANDLED_LEVELS = ("V", "I", "W", "D")  # a line logged at these levels is not an
 SOFT_KINDS = ("et_return_false",)
 
 
-class KnownMessage(NamedTuple):  # a tuple: ~10,000 are made per process
+class KnownMessage(NamedTuple):
     template: str
     exc_type: str
     family: str
@@ -55,29 +59,67 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
+# a template: its index in the catalogue, its pieces, its literal length and its record (KnownMessage's fields as a
+# plain tuple; lookup() makes a KnownMessage of the one it returns)
+Template = tuple[int, tuple[str, ...], int, tuple[Any, ...]]
+
+
+class _Catalogue(NamedTuple):
+    """What a lookup reads, as the on-disk cache stores it: the templates grouped by the text a message must start
+    with (the first piece, stripped on the left; '' for a template that starts with a field), each group pickled on
+    its own, so that a run unpickles only the groups a message can match (all ~9,300 templates take ~25 ms; this
+    ~3 ms, the groups one bytes object with the span of each)."""
+
+    anchors: tuple[str, ...]  # see _anchors()
+    lengths: tuple[int, ...]  # the lengths of the groups' texts, ascending
+    spans: dict[str, tuple[int, int]]  # first piece -> where in ``groups`` its pickled list of templates is
+    groups: bytes  # the pickled lists, one after the other; each list in catalogue order
+
+
 @lru_cache(maxsize=1)
-def _templates() -> tuple[tuple[tuple[str, ...], int, KnownMessage], ...]:
-    """Every catalogued template with enough literal text: its pieces, its literal length, its record. Parsing the
-    catalogue's ~9,500 lines takes ~0.3 s: the result comes from the on-disk cache when it holds it."""
-    return _cached(_read_templates, "templates")
-
-
-def _cached(build: Callable[[], tuple[Any, ...]], what: str) -> tuple[Any, ...]:
-    """``build()`` through the on-disk cache of ``library.cache``, keyed by the catalogue files and this module's
-    source (a change of either builds anew)."""
+def _catalogue() -> _Catalogue:
+    """The catalogue from the on-disk cache of ``library.cache``, keyed by the catalogue files and this module's
+    source (a change of either builds anew; parsing the catalogue's ~9,500 lines takes ~0.3 s)."""
     from aoti_trace.library.cache import cached
     from aoti_trace.library.loader import default_rules_dir
 
     code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    return cached([default_rules_dir() / "catalogue"], build, tuple, extra=f"catalogue-{what} {code}",
+    return cached([default_rules_dir() / "catalogue"], _build_catalogue, _Catalogue, extra=f"catalogue {code}",
                   suffixes=(".jsonl",))
 
 
-def _read_templates() -> tuple[tuple[tuple[str, ...], int, KnownMessage], ...]:
+def _build_catalogue() -> _Catalogue:
+    templates = _read_templates()
+    groups: dict[str, list[Template]] = {}
+    for template in templates:
+        groups.setdefault(template[1][0].lstrip(), []).append(template)
+    spans: dict[str, tuple[int, int]] = {}
+    blobs: list[bytes] = []
+    at = 0
+    for first, group in groups.items():
+        blobs.append(pickle.dumps(group, protocol=pickle.HIGHEST_PROTOCOL))
+        spans[first] = (at, at + len(blobs[-1]))
+        at += len(blobs[-1])
+    return _Catalogue(_build_anchors(templates), tuple(sorted({len(first) for first in groups})), spans,
+                      b"".join(blobs))
+
+
+@lru_cache(maxsize=4096)
+def _group(first: str) -> tuple[Template, ...]:
+    """The templates whose first piece (stripped on the left) is ``first``, in catalogue order."""
+    catalogue = _catalogue()
+    span = catalogue.spans.get(first)
+    if span is None:
+        return ()
+    group: list[Template] = pickle.loads(memoryview(catalogue.groups)[span[0]:span[1]])
+    return tuple(group)
+
+
+def _read_templates() -> tuple[Template, ...]:
     from aoti_trace.library.loader import default_rules_dir
 
     folder: Path = default_rules_dir() / "catalogue"
-    out = []
+    out: list[Template] = []
     try:
         lines = [ln for path in sorted(folder.glob("*.jsonl")) for ln in path.read_text(encoding="utf-8").split("\n")
                  if ln.strip()]  # not splitlines(): a template may hold U+2028 and the like
@@ -100,11 +142,10 @@ def _read_templates() -> tuple[tuple[tuple[str, ...], int, KnownMessage], ...]:
         if literal < MIN_LITERAL:
             continue
         files = m.get("files") or ["?"]
-        out.append((pieces, literal, KnownMessage(str(m["template"]), str(m.get("exc_type") or ""),
-                                                   str(m.get("family") or ""), str(files[0]),
-                                                   str(m.get("first_version") or ""),
-                                                   str(m.get("last_version") or ""), bool(m.get("warning")),
-                                                   str(m.get("kind") or ""), bool(m.get("internal")), literal)))
+        record = (str(m["template"]), str(m.get("exc_type") or ""), str(m.get("family") or ""), str(files[0]),
+                  str(m.get("first_version") or ""), str(m.get("last_version") or ""), bool(m.get("warning")),
+                  str(m.get("kind") or ""), bool(m.get("internal")), literal)
+        out.append((len(out), pieces, literal, record))
     return tuple(out)
 
 
@@ -141,35 +182,21 @@ def _cut(piece: str, message: str, at: int) -> int:
     return best
 
 
-@lru_cache(maxsize=1)
-def _by_prefix() -> dict[int, dict[str, list[int]]]:
-    """The templates (their index in :func:`_templates`) by the text a message must start with (the first piece,
-    stripped on the left): length -> that text -> indexes. The empty text (a template that starts with a field)
-    is under length 0."""
-    out: dict[int, dict[str, list[int]]] = {}
-    for i, (pieces, _literal, _known) in enumerate(_templates()):
-        first = pieces[0].lstrip()
-        out.setdefault(len(first), {}).setdefault(first, []).append(i)
-    return out
-
-
 def lookup(message: str | None) -> KnownMessage | None:
     """The catalogued torch message that ``message`` (an exception's message, without its type) was made from."""
     if not message:
         return None
     msg = _collapse(message[:MAX_MESSAGE])
     # only the templates whose first piece starts the message can match (:func:`_matches`), in catalogue order
-    candidates = sorted(i for n, table in _by_prefix().items() if n <= len(msg) for i in table.get(msg[:n], ()))
-    templates = _templates()
-    best: tuple[int, KnownMessage] | None = None
-    for i in candidates:
-        pieces, literal, known = templates[i]
+    candidates = sorted(t for n in _catalogue().lengths if n <= len(msg) for t in _group(msg[:n]))
+    best: tuple[int, tuple[Any, ...]] | None = None
+    for _i, pieces, literal, record in candidates:
         if best is not None and literal <= best[0]:
             continue
         matched = _matches(pieces, msg)
         if matched >= MIN_LITERAL and (best is None or matched > best[0]):
-            best = (matched, known if matched == literal else known._replace(literal=matched))
-    return best[1] if best else None
+            best = (matched, record)
+    return KnownMessage(*best[1])._replace(literal=best[0]) if best else None
 
 
 def is_error(known: KnownMessage | None) -> bool:
@@ -178,20 +205,17 @@ def is_error(known: KnownMessage | None) -> bool:
         and known.kind not in SOFT_KINDS
 
 
-@lru_cache(maxsize=1)
 def _anchors() -> tuple[str, ...]:
     """For each template that can be evidence, a text every message made from it holds, even one cut at a sentence
     boundary (:func:`_matches`): the first sentence of its first literal piece, else (too short to be selective) of
-    its longest piece. A line that contains none of them is not looked up. Read from the on-disk cache of
-    ``library.cache`` (keyed by the catalogue files and this module's source), so that a run whose lines hold none of
-    them does not read the templates."""
-    return _cached(_build_anchors, "anchors")
+    its longest piece. A line that contains none of them is not looked up (and the templates are not read)."""
+    return _catalogue().anchors
 
 
-def _build_anchors() -> tuple[str, ...]:
+def _build_anchors(templates: tuple[Template, ...]) -> tuple[str, ...]:
     out = set()
-    for pieces, _literal, known in _templates():
-        if is_error(known):
+    for _i, pieces, _literal, record in templates:
+        if is_error(KnownMessage(*record)):
             texts = [p.strip() for p in pieces if p.strip()]
             anchor = texts[0].split(". ")[0]
             if len(anchor) < MIN_ANCHOR:
@@ -201,11 +225,33 @@ def _build_anchors() -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
+@lru_cache(maxsize=1)
+def _anchor_index() -> dict[str, tuple[str, ...]]:
+    """The anchors by their first ``MIN_ANCHOR`` characters (every anchor has at least that many)."""
+    out: dict[str, list[str]] = {}
+    for anchor in _anchors():
+        out.setdefault(anchor[:MIN_ANCHOR], []).append(anchor)
+    return {head: tuple(group) for head, group in out.items()}
+
+
+def _holds_anchor(text: str) -> bool:
+    """Whether ``text`` contains one of the anchors, as Polars' ``str.contains_any(anchors)`` says: each window of
+    ``MIN_ANCHOR`` characters is looked up among the anchors' first characters (linear in the text, which
+    error_lines cuts at ``MAX_MESSAGE``)."""
+    index = _anchor_index()
+    for i in range(len(text) - MIN_ANCHOR + 1):
+        group = index.get(text[i:i + MIN_ANCHOR])
+        if group is not None and any(text.startswith(anchor, i) for anchor in group):
+            return True
+    return False
+
+
 def error_lines(lines: pl.DataFrame) -> pl.DataFrame:
     """Per run, the first line of ``lines`` (the ``lines`` frame) whose message is a catalogued error (:func:`is_error`):
     run_id, path, lineno, text (``lookup(line_message(text))`` is its record). A line at a handled level
-    (info, warning, debug) or whose best match is a warning is not one. Linear: a Polars Aho-Corasick prefilter on the
-    templates' anchors, then :func:`lookup` (``str.find``) on the few lines left."""
+    (info, warning, debug) or whose best match is a warning is not one. Linear: a prefilter on the templates' anchors
+    (Polars' Aho-Corasick, or :func:`_holds_anchor` for a few lines), then :func:`lookup` (``str.find``) on the
+    few lines left."""
     schema = {"run_id": pl.String, "path": pl.String, "lineno": pl.Int64, "text": pl.String}
     if lines.height == 0:
         return pl.DataFrame(schema=schema)
@@ -215,7 +261,12 @@ def error_lines(lines: pl.DataFrame) -> pl.DataFrame:
             .select("run_id", "path", "lineno", text.str.slice(0, MAX_MESSAGE).alias("text")))
     if cand.height == 0:  # the catalogue is not even loaded
         return pl.DataFrame(schema=schema)
-    cand = cand.filter(cand.get_column("text").str.contains_any(list(_anchors()))).head(MAX_CANDIDATES)
+    texts = cand.get_column("text")
+    if cand.height <= SMALL_CANDIDATES:
+        holds = pl.Series([_holds_anchor(text) for text in texts.to_list()], dtype=pl.Boolean)
+    else:
+        holds = texts.str.contains_any(list(_anchors()))
+    cand = cand.filter(holds).head(MAX_CANDIDATES)
     rows: dict[str, dict[str, object]] = {}
     for row in cand.iter_rows(named=True):
         if row["run_id"] in rows:
