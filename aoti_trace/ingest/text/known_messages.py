@@ -36,6 +36,8 @@ EVIDENCE_KINDS = ("plain", "exception", "cpp_error", "printer", "torch_log")
 HANDLED_LEVELS = ("V", "I", "W", "D")  # a line logged at these levels is not an error, whatever it says
 # ExecuTorch's checks that return false to a caller that may try again (executorch#7170: logged, then it ran fine)
 SOFT_KINDS = ("et_return_false",)
+# the kind of platform.jsonl's messages (runtimes, compilers, linkers, the loader): matched anywhere in a line
+PLATFORM = "platform"
 
 
 class KnownMessage(NamedTuple):  # a tuple: ~10,000 are made per process
@@ -116,7 +118,12 @@ def _matches(pieces: tuple[str, ...], message: str) -> int:
     first = pieces[0].lstrip()
     if first and not message.startswith(first):
         return 0
-    at = matched = len(first.strip())
+    return _follow(pieces, message, len(first.strip()))
+
+
+def _follow(pieces: tuple[str, ...], message: str, at: int) -> int:
+    """The literal text of ``pieces`` the message holds in order, the first piece ending at ``at``."""
+    matched = len(pieces[0].strip())
     for piece in pieces[1:]:
         piece = piece.strip()
         if not piece:
@@ -127,6 +134,21 @@ def _matches(pieces: tuple[str, ...], message: str) -> int:
         at = i + len(piece)
         matched += len(piece)
     return matched
+
+
+def _matches_inside(pieces: tuple[str, ...], message: str) -> int:
+    """:func:`_matches` for a ``platform`` template: its first piece may start anywhere in the message (a runtime's
+    error string inside ``CUDA error: {}``, a linker's after ``/usr/bin/ld: ``, a compiler's after its location), at
+    a word boundary; the best of its occurrences counts."""
+    first = pieces[0].strip()
+    if not first:
+        return _matches(pieces, message)
+    best, i = 0, message.find(first)
+    while i >= 0:
+        if i == 0 or not (message[i - 1].isalnum() or message[i - 1] == "_"):
+            best = max(best, _follow(pieces, message, i + len(first)))
+        i = message.find(first, i + 1)
+    return best
 
 
 def _cut(piece: str, message: str, at: int) -> int:
@@ -147,8 +169,8 @@ def _by_prefix() -> dict[int, dict[str, list[int]]]:
     stripped on the left): length -> that text -> indexes. The empty text (a template that starts with a field)
     is under length 0."""
     out: dict[int, dict[str, list[int]]] = {}
-    for i, (pieces, _literal, _known) in enumerate(_templates()):
-        first = pieces[0].lstrip()
+    for i, (pieces, _literal, known) in enumerate(_templates()):
+        first = pieces[0].lstrip() if known.kind != PLATFORM else ""  # a platform message may start anywhere
         out.setdefault(len(first), {}).setdefault(first, []).append(i)
     return out
 
@@ -166,7 +188,7 @@ def lookup(message: str | None) -> KnownMessage | None:
         pieces, literal, known = templates[i]
         if best is not None and literal <= best[0]:
             continue
-        matched = _matches(pieces, msg)
+        matched = _matches_inside(pieces, msg) if known.kind == PLATFORM else _matches(pieces, msg)
         if matched >= MIN_LITERAL and (best is None or matched > best[0]):
             best = (matched, known if matched == literal else known._replace(literal=matched))
     return best[1] if best else None
