@@ -178,7 +178,7 @@ PLATFORM_PREFIX = {
     "nvcc": "nvcc fatal   : {}",
     "ptxas": "ptxas fatal   : {}",
     "cuda-headers": "/usr/local/cuda/include/crt/host_config.h:137:2: error: #error -- {}",
-    "glibc": "ImportError: {}",
+    "glibc": "ImportError: /usr/lib/python3/site-packages/example/_C.so: {}",  # dlerror(): "<object>: <message>"
     "binutils": "/usr/bin/ld: {}",
     "lld": "ld.lld: error: {}",
     "gcc": "g++: error: {}",

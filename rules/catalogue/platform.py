@@ -158,6 +158,8 @@ ENTRIES: list[E] = [
     ("SM version specified by .target is higher than default SM version assumed", CVM, ["ptxas:ptxas"], {}),
     ("Feature {} requires PTX ISA .version {} or later", CVM, ["ptxas:ptxas"], {}),
     ("Modifier {} requires PTX ISA .version {} or later", CVM, ["ptxas:ptxas"], {}),
+    ("Feature {} requires .target {} or higher", CVM, ["ptxas:ptxas"], {}),
+    ("Modifier {} requires .target {} or higher", CVM, ["ptxas:ptxas"], {}),
     ("Instruction {} requires PTX ISA .version {}.{} or later", CVM, ["ptxas:ptxas"], {}),
     ("Feature {} cannot be compiled for architecture {}", CVM, ["ptxas:ptxas"], {}),
     ("Instruction {} cannot be compiled for architecture {}", CVM, ["ptxas:ptxas"], {}),
