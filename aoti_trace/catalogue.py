@@ -19,11 +19,12 @@ message it carries: ``Error: {}``, ``... API call failed at {}, line {}``) or ``
 catalogued but not counted.
 
 The same format holds the catalogues of the other code AOTI logs come from (``dynamo.jsonl``, ``c10_cuda.jsonl``,
-``executorch.jsonl``, ``triton.jsonl``, ``platform.jsonl``; ``--catalogue`` measures one of them). ExecuTorch's log and check lines
-(kinds ``et_log``, ``et_check``, ``et_return_false``) are built as ExecuTorch prints them: the bare line in
-``message`` mode, with its ``E``/``F`` log header naming the file in ``frame`` mode. ``platform.jsonl``'s messages
-(kind ``platform``: CUDA/HIP runtime errors, NCCL, compilers, linkers, the dynamic loader, Python's import system)
-are built as the bare line in both modes: no torch frame says where they come from.
+``executorch.jsonl``, ``triton.jsonl``, ``platform.jsonl``; ``--catalogue`` measures one of them). ExecuTorch's
+log and check lines (kinds ``et_log``, ``et_check``, ``et_return_false``) are built as ExecuTorch prints them: the bare
+line in ``message`` mode, with its ``E``/``F`` log header naming the file in ``frame`` mode. ``platform.jsonl``'s
+messages (kind ``platform``: CUDA/HIP runtime errors, NCCL, compilers, linkers, the dynamic loader, Python's import
+system) have no torch frame: the text alone in ``message`` mode, the text as its tool prints it (``CUDA error: ``,
+``ptxas fatal   : ``, ``/usr/bin/ld: ``) in ``frame`` mode, the prefix naming the tool (:data:`PLATFORM_PREFIX`).
 """
 
 from __future__ import annotations
@@ -174,7 +175,8 @@ def _cpp_function(msg: Message) -> str:
 PLATFORM_PREFIX = {
     "cuda-runtime": "RuntimeError: CUDA error: {}",
     "hip-runtime": "RuntimeError: HIP error: {}",
-    "nccl": "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:1, {}",
+    "nccl": "torch.distributed.DistBackendError: NCCL error in: "
+            "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:1, {}",
     "nvcc": "nvcc fatal   : {}",
     "ptxas": "ptxas fatal   : {}",
     "cuda-headers": "/usr/local/cuda/include/crt/host_config.h:137:2: error: #error -- {}",

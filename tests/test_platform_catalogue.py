@@ -73,7 +73,8 @@ def test_families_of_the_sources(messages):
     assert _one(messages, "an illegal memory access was encountered").files == \
         ["cuda-runtime:cudaErrorIllegalAddress", "hip-runtime:hipErrorIllegalAddress"]
     # wrappers are carriers: never counted, never evidence
-    for t in ("error while loading shared libraries", "ld returned {} exit status", "Ptx assembly aborted due to errors"):
+    for t in ("error while loading shared libraries", "ld returned {} exit status",
+              "Ptx assembly aborted due to errors"):
         assert _one(messages, t).carrier
 
 
@@ -107,7 +108,8 @@ def test_a_platform_message_must_start_at_a_word_boundary_and_others_still_at_th
 
 def test_a_pasted_platform_error_is_a_failure_with_its_family():
     # https://github.com/pytorch/ignite/pull/3466, the one line alone
-    line = "[1]<stderr>:RuntimeError: ncclCommInitRank failed: unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n"
+    line = ("[1]<stderr>:RuntimeError: ncclCommInitRank failed: unhandled cuda error "
+            "(run with NCCL_DEBUG=INFO for details)\n")
     row = failures_frame(read_text_bytes(line.encode(), "stderr", "r")).row(0, named=True)
     assert row["family"] == "distributed" and "known_error_message" in row["signals"]
     # a carrier (a wrapper of another message) is never looked up
@@ -117,8 +119,10 @@ def test_a_pasted_platform_error_is_a_failure_with_its_family():
 def test_platform_logs_are_the_text_alone_or_as_the_tool_prints_it(messages):
     m = _one(messages, "no kernel image is available for execution on the device")
     assert C.build_log(m, "message") == "no kernel image is available for execution on the device\n"
-    assert C.build_log(m, "frame") == "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
-    assert C.build_log(_one(messages, "Unsupported .target {}"), "frame").startswith("ptxas fatal   : Unsupported .target ")
+    assert C.build_log(m, "frame") == \
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    assert C.build_log(_one(messages, "Unsupported .target {}"), "frame").startswith(
+        "ptxas fatal   : Unsupported .target ")
     assert C.build_log(_one(messages, "cannot open input file {}"), "frame").startswith(
         "LINK : fatal error LNK1181: cannot open input file ")
 
