@@ -146,8 +146,9 @@ def test_the_rules_route_platform_messages_to_their_family(messages, template, f
 
 @pytest.mark.slow
 def test_platform_coverage_floor(messages):
-    """Measured 2026-12-02: 4/119 (message) and 14/119 (frame) before the rules of this change, 95/121 and 111/121
-    after. A floor a little under today's figure: a rule change that loses platform messages fails here."""
+    """Measured 2026-12-02: 5/127 (message) and 16/127 (frame) with the rules of main 57825b6, 100/127 and 118/127
+    with the rules written for them. A floor a little under today's figure: a rule change that loses platform
+    messages fails here."""
     covs = C.analyse(messages)
-    assert covs["message"].covered >= 90 and covs["frame"].covered >= 105
+    assert covs["message"].covered >= 95 and covs["frame"].covered >= 112
     assert len(covs["frame"].counted) == len([m for m in messages if m.counted])

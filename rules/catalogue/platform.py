@@ -37,6 +37,9 @@ SOURCES: dict[str, tuple[str, str]] = {
     "gcc": ("12.2.0", "strings of Debian's gcc-12 driver, cc1plus and collect2"),
     "lld": ("public logs", "the text of ld.lld's and rust-lld's message in public build logs (code index)"),
     "cpython": ("3.11.7", "strings of libpython3.11.so.1.0; Lib/importlib/_bootstrap.py"),
+    "cpython-win": ("cpython@003b808e", "Python/dynload_win.c of github:python/cpython (code index)"),
+    "setuptools": ("84.2.1", "setuptools/_distutils of the installed setuptools 84.2.1; Lib/distutils of "
+                             "Python 3.11.7"),
     "numpy": ("2.4.6", "numpy/core/_multiarray_umath.py of the installed numpy"),
     "ninja": ("1.11", "strings of Debian's /usr/bin/ninja"),
     "cmake": ("3.25", "strings of Debian's /usr/bin/cmake"),
@@ -55,6 +58,11 @@ LOCAL: dict[str, list[str]] = {
     "gcc": ["sh", "-c", "strings -n 4 /usr/bin/x86_64-linux-gnu-gcc-12 /usr/lib/gcc/x86_64-linux-gnu/12/cc1plus "
                         "/usr/lib/gcc/x86_64-linux-gnu/12/collect2"],
     "cpython": ["sh", "-c", "strings -n 4 /root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0"],
+    "numpy": ["sh", "-c", 'd=$(python3 -c "import numpy, os; print(os.path.dirname(numpy.__file__))"); '
+                          'cat "$d/_core/include/numpy/__multiarray_api.h" "$d/core/_multiarray_umath.py"'],
+    "setuptools": ["sh", "-c", 'd=$(python3 -c "import setuptools, os; print(os.path.dirname(setuptools.__file__))"); '
+                               'cat "$d/_distutils/compilers/C/msvc.py" "$d/_distutils/spawn.py" '
+                               "/root/.pyenv/versions/3.11.7/lib/python3.11/distutils/_msvccompiler.py"],
     "ninja": ["strings", "-n", "4", "/usr/bin/ninja"],
     "cmake": ["strings", "-n", "4", "/usr/bin/cmake"],
 }
@@ -186,6 +194,7 @@ ENTRIES: list[E] = [
     ("cannot enable executable stack as shared object requires", ENV, ["glibc:elf/dl-load.c:1324"], {}),
     ("cannot allocate memory in static TLS block", ENV, ["glibc:elf/dl-reloc.c:141"], {}),
     ("cannot restore segment prot after reloc", ENV, ["glibc:elf/dl-reloc.c:328"], {}),
+    ("no version information available (required by {})", ENV, ["glibc:elf/dl-version.c:80"], {"warning": True}),
     # ---- GNU ld, lld -----------------------------------------------------------------------------------------------
     ("cannot find {}: {}", ENV, ["binutils:ld/ldfile.c"], {}),
     ("cannot find -l{}: No such file or directory", ENV, ["binutils:ld/ldfile.c"],
@@ -214,7 +223,18 @@ ENTRIES: list[E] = [
     ("initialization of {} did not return an extension module", ENV, ["cpython:Python/importdl.c"], {}),
     ("dynamic module does not define module export function ({}_{})", ENV, ["cpython:Python/importdl.c"], {}),
     ("A module that was compiled using NumPy 1.x cannot be run in NumPy {} as it may crash.", ENV,
-     ["numpy:numpy/core/_multiarray_umath.py:25"], {}),
+     ["numpy:numpy/core/_multiarray_umath.py:25"], {"composed": "the first sentence of a dedented multi-line string"}),
+    ("numpy._core.multiarray failed to import", ENV, ["numpy:numpy/_core/include/numpy/__multiarray_api.h:1601"], {}),
+    ("DLL load failed while importing {}: {}", ENV, ["cpython-win:Python/dynload_win.c"], {}),
+    ("DLL load failed with error code {} while importing {}", ENV, ["cpython-win:Python/dynload_win.c"], {}),
+    ("Module use of {} conflicts with this version of Python.", ENV, ["cpython-win:Python/dynload_win.c"], {}),
+    # ---- setuptools/distutils (the build of C++/CUDA extensions) ---------------------------------------------------
+    ("Microsoft Visual C++ 14.0 or greater is required. Get it with \"Microsoft C++ Build Tools\": "
+     "https://visualstudio.microsoft.com/visual-cpp-build-tools/", ENV,
+     ["setuptools:setuptools/_distutils/compilers/C/msvc.py:153"], {"composed": "three adjacent string literals"}),
+    ("Unable to find vcvarsall.bat", ENV, ["setuptools:Lib/distutils/_msvccompiler.py:122"], {}),
+    ("command {} failed with exit code {}", CCE, ["setuptools:setuptools/_distutils/spawn.py:29"], {"carrier": True}),
+    ("command {} failed: {}", ENV, ["setuptools:setuptools/_distutils/spawn.py:27"], {"carrier": True}),
     # ---- ninja, CMake ----------------------------------------------------------------------------------------------
     ("build stopped: subcommand failed.", CCE, ["ninja:src/ninja.cc"],
      {"carrier": True, "composed": "'build stopped: %s.' with 'subcommand failed'"}),
@@ -244,6 +264,11 @@ TORCH: list[tuple[str, str, str, int]] = [  # template, exc_type, family, line i
     ("Ninja is required to load C++ extensions (pip install ninja to get it)", "RuntimeError", ENV, 2562),
     ("MSVC is required to load C++ extensions", "RuntimeError", ENV, 3271),
 ]
+# cpp_extension's wrappers of the build tool's output (the cause is in that output): carriers
+TORCH_CARRIERS: list[tuple[str, str, str, int]] = [
+    ("Error building extension {}", "RuntimeError", CCE, 2546),
+    ("Error compiling objects for extension", "RuntimeError", CCE, 2480),
+]
 
 
 def collapse(text: str) -> str:
@@ -264,11 +289,12 @@ def records() -> list[dict]:
                     "files": files, "first_version": version, "last_version": version, "versions": 1,
                     "family": family, "basis": "manual", "internal": False, "carrier": bool(opt.get("carrier")),
                     "warning": bool(opt.get("warning"))})
-    for template, exc_type, family, line in TORCH:
-        out.append({"id": ident(exc_type, template), "template": template, "exc_type": exc_type,
-                    "kind": "python_raise", "files": [f"torch/utils/cpp_extension.py:{line}"],
-                    "first_version": "2.13.0", "last_version": "2.13.0", "versions": 1, "family": family,
-                    "basis": "manual", "internal": False, "carrier": False, "warning": False})
+    for carrier, rows in ((False, TORCH), (True, TORCH_CARRIERS)):
+        for template, exc_type, family, line in rows:
+            out.append({"id": ident(exc_type, template), "template": template, "exc_type": exc_type,
+                        "kind": "python_raise", "files": [f"torch/utils/cpp_extension.py:{line}"],
+                        "first_version": "2.13.0", "last_version": "2.13.0", "versions": 1, "family": family,
+                        "basis": "manual", "internal": False, "carrier": carrier, "warning": False})
     ids = [r["id"] for r in out]
     if len(ids) != len(set(ids)):
         raise SystemExit("duplicate template")
