@@ -19,9 +19,12 @@ message it carries: ``Error: {}``, ``... API call failed at {}, line {}``) or ``
 catalogued but not counted.
 
 The same format holds the catalogues of the other code AOTI logs come from (``dynamo.jsonl``, ``c10_cuda.jsonl``,
-``executorch.jsonl``, ``triton.jsonl``; ``--catalogue`` measures one of them). ExecuTorch's log and check lines
-(kinds ``et_log``, ``et_check``, ``et_return_false``) are built as ExecuTorch prints them: the bare line in
-``message`` mode, with its ``E``/``F`` log header naming the file in ``frame`` mode.
+``executorch.jsonl``, ``triton.jsonl``, ``platform.jsonl``; ``--catalogue`` measures one of them). ExecuTorch's
+log and check lines (kinds ``et_log``, ``et_check``, ``et_return_false``) are built as ExecuTorch prints them: the bare
+line in ``message`` mode, with its ``E``/``F`` log header naming the file in ``frame`` mode. ``platform.jsonl``'s
+messages (kind ``platform``: CUDA/HIP runtime errors, NCCL, compilers, linkers, the dynamic loader, Python's import
+system) have no torch frame: the text alone in ``message`` mode, the text as its tool prints it (``CUDA error: ``,
+``ptxas fatal   : ``, ``/usr/bin/ld: ``) in ``frame`` mode, the prefix naming the tool (:data:`PLATFORM_PREFIX`).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ if TYPE_CHECKING:
 Mode = Literal["message", "frame"]
 MODES: tuple[Mode, ...] = ("message", "frame")
 KINDS = ("python_raise", "assert", "torch_check", "aoti_check", "cpp_throw", "error_print", "et_log", "et_check",
-         "et_return_false", "warning")
+         "et_return_false", "warning", "platform")
 # 'unexplained' is for failures that are not torch's; catalogue labels never use it, but it is a valid family
 CATALOGUE_FAMILIES = tuple(dict.fromkeys((*FAMILIES, "unexplained")))
 USER_FILE = "/home/user/repro.py"
@@ -66,7 +69,7 @@ class Message(BaseModel):
     template: str = Field(min_length=1, description="literal text; '{}' for each interpolated part")
     exc_type: str = Field(description="exception type the user sees; '' for a printed line")
     kind: Literal["python_raise", "assert", "torch_check", "aoti_check", "cpp_throw", "error_print", "et_log",
-                  "et_check", "et_return_false", "warning"]
+                  "et_check", "et_return_false", "warning", "platform"]
     files: list[str] = Field(min_length=1, description="'path:line' of the raising statement, per file")
     first_version: str
     last_version: str
@@ -85,7 +88,10 @@ class Message(BaseModel):
 
     @property
     def line(self) -> int:
-        return int(self.files[0].rsplit(":", 1)[1])
+        """The line of the first raising statement; 0 where the file names no line (``platform.jsonl``'s
+        ``cuda-runtime:cudaErrorAssert``, ``gcc:collect2``)."""
+        tail = self.files[0].rsplit(":", 1)[-1]
+        return int(tail) if tail.isdigit() else 0
 
     @property
     def counted(self) -> bool:
@@ -164,6 +170,43 @@ def _cpp_function(msg: Message) -> str:
     return f"torch::aot_inductor::{stem}"
 
 
+# how each platform source prints its message (frame mode of a ``platform`` message): by the first file of the
+# entry, else by its source tag; ``{}`` is the message
+PLATFORM_PREFIX = {
+    "cuda-runtime": "RuntimeError: CUDA error: {}",
+    "hip-runtime": "RuntimeError: HIP error: {}",
+    "nccl": "torch.distributed.DistBackendError: NCCL error in: "
+            "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:1, {}",
+    "nvcc": "nvcc fatal   : {}",
+    "ptxas": "ptxas fatal   : {}",
+    "cuda-headers": "/usr/local/cuda/include/crt/host_config.h:137:2: error: #error -- {}",
+    "glibc": "ImportError: /usr/lib/python3/site-packages/example/_C.so: {}",  # dlerror(): "<object>: <message>"
+    "binutils": "/usr/bin/ld: {}",
+    "lld": "ld.lld: error: {}",
+    "gcc": "g++: error: {}",
+    "gcc:libcpp/files.cc": "/tmp/torchinductor_user/ab/cabc.cpp:2:10: {}",
+    "gcc:collect2": "collect2: error: {}",
+    "gcc:gcc/diagnostic.cc": "{}",
+    "cpython": "ImportError: {}",
+    "cpython:Lib/importlib/_bootstrap.py:1117": "ModuleNotFoundError: {}",
+    "numpy": "{}",
+    "ninja": "ninja: {}",
+    "cmake": "CMake Error at CMakeLists.txt:1 (find_package):\n  {}",
+    "msvc:C1083": "C:\\tmp\\torchinductor_user\\ab\\cabc.cpp(2): fatal error C1083: {}",
+    "msvc:LNK2019": "cabc.obj : error LNK2019: {}",
+    "msvc:LNK1120": "cabc.pyd : fatal error LNK1120: {}",
+    "msvc": "LINK : fatal error {code}: {}",
+}
+
+
+def platform_line(msg: Message, text: str) -> str:
+    """``text`` (a filled ``platform`` template) as the tool of ``msg`` prints it."""
+    first = msg.files[0]
+    tag, _, rest = first.partition(":")
+    form = PLATFORM_PREFIX.get(first) or PLATFORM_PREFIX.get(tag) or "{}"
+    return form.replace("{code}", rest).replace("{}", text, 1)
+
+
 def build_log(msg: Message, mode: Mode) -> str:
     """The minimal log torch prints when it raises ``msg``: a traceback whose outermost frame is the user's
     ``repro.py``; in ``frame`` mode the innermost torch frame (Python) or the ``Exception raised from`` line (C++
@@ -176,6 +219,10 @@ def build_log(msg: Message, mode: Mode) -> str:
             "    main()"]
     if msg.kind == "error_print":  # a line printed on stderr (std::cerr, LOG(ERROR)); no exception of its own
         return text + "\n"
+    if msg.kind == "platform":  # a runtime's, compiler's, linker's or loader's message: the text alone, or (frame
+        if mode == "message":   # mode) as its tool prints it, the prefix naming the tool
+            return text + "\n"
+        return platform_line(msg, text) + "\n"
     if msg.kind in ("et_log", "et_check", "et_return_false"):  # ExecuTorch's log line; its header names the file in frame mode
         if mode == "message":
             return text + "\n"

@@ -40,6 +40,8 @@ EVIDENCE_KINDS = ("plain", "exception", "cpp_error", "printer", "torch_log")
 HANDLED_LEVELS = ("V", "I", "W", "D")  # a line logged at these levels is not an error, whatever it says
 # ExecuTorch's checks that return false to a caller that may try again (executorch#7170: logged, then it ran fine)
 SOFT_KINDS = ("et_return_false",)
+# the kind of platform.jsonl's messages (runtimes, compilers, linkers, the loader): matched anywhere in a line
+PLATFORM = "platform"
 
 
 class KnownMessage(NamedTuple):
@@ -92,7 +94,9 @@ def _build_catalogue() -> _Catalogue:
     templates = _read_templates()
     groups: dict[str, list[Template]] = {}
     for template in templates:
-        groups.setdefault(template[1][0].lstrip(), []).append(template)
+        # a platform message may start anywhere in a line: its group is the one of templates that start with a field
+        first = template[1][0].lstrip() if template[3][7] != PLATFORM else ""
+        groups.setdefault(first, []).append(template)
     spans: dict[str, tuple[int, int]] = {}
     blobs: list[bytes] = []
     at = 0
@@ -157,7 +161,12 @@ def _matches(pieces: tuple[str, ...], message: str) -> int:
     first = pieces[0].lstrip()
     if first and not message.startswith(first):
         return 0
-    at = matched = len(first.strip())
+    return _follow(pieces, message, len(first.strip()))
+
+
+def _follow(pieces: tuple[str, ...], message: str, at: int) -> int:
+    """The literal text of ``pieces`` the message holds in order, the first piece ending at ``at``."""
+    matched = len(pieces[0].strip())
     for piece in pieces[1:]:
         piece = piece.strip()
         if not piece:
@@ -168,6 +177,21 @@ def _matches(pieces: tuple[str, ...], message: str) -> int:
         at = i + len(piece)
         matched += len(piece)
     return matched
+
+
+def _matches_inside(pieces: tuple[str, ...], message: str) -> int:
+    """:func:`_matches` for a ``platform`` template: its first piece may start anywhere in the message (a runtime's
+    error string inside ``CUDA error: {}``, a linker's after ``/usr/bin/ld: ``, a compiler's after its location), at
+    a word boundary; the best of its occurrences counts."""
+    first = pieces[0].strip()
+    if not first:
+        return _matches(pieces, message)
+    best, i = 0, message.find(first)
+    while i >= 0:
+        if i == 0 or not (message[i - 1].isalnum() or message[i - 1] == "_"):
+            best = max(best, _follow(pieces, message, i + len(first)))
+        i = message.find(first, i + 1)
+    return best
 
 
 def _cut(piece: str, message: str, at: int) -> int:
@@ -193,7 +217,7 @@ def lookup(message: str | None) -> KnownMessage | None:
     for _i, pieces, literal, record in candidates:
         if best is not None and literal <= best[0]:
             continue
-        matched = _matches(pieces, msg)
+        matched = _matches_inside(pieces, msg) if record[7] == PLATFORM else _matches(pieces, msg)
         if matched >= MIN_LITERAL and (best is None or matched > best[0]):
             best = (matched, record)
     return KnownMessage(*best[1])._replace(literal=best[0]) if best else None
