@@ -1,6 +1,7 @@
 """Benchmark: `aoti-trace analyze --stderr` and `aoti-trace frames` on long stderr files, end to end (not a test).
 
     python3 bench/bench_stderr.py [--sizes 100,1024] [--compositions dense,training] [--repeat 1]
+                                  [--commands analyze,frames] [--compare OTHER_CHECKOUT]
 
 Two compositions, both built only from real captured lines of this repository's fixtures (git-ignored files under
 ``bench/data/``):
@@ -17,7 +18,9 @@ Two compositions, both built only from real captured lines of this repository's 
   inserted (the next ``fixtures/cases/*/stderr.txt`` in name order that holds an error): ~20 failures per GB.
 
 Each command runs in its own child process; wall time, user + system CPU and peak RSS (``os.wait4``) of that child
-and the 1-minute load average before it are printed as a markdown table.
+and the 1-minute load average before it are printed as a markdown table. With ``--compare DIR`` every command also
+runs with the aoti-trace of the checkout ``DIR`` (before/after: e.g. the starting commit exported with ``git
+archive``), right after this checkout's run and on the same log, so that both see the same load.
 """
 
 from __future__ import annotations
@@ -108,10 +111,15 @@ def main() -> None:
     ap.add_argument("--sizes", default="100,1024")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--compositions", default="dense,training")
+    ap.add_argument("--commands", default="analyze,frames")
+    ap.add_argument("--compare", type=Path, help="another checkout, run after this one on every log")
     args = ap.parse_args()
     exe = cli()
+    here = os.environ["PYTHONPATH"]
+    codes = [("this", here)] + ([(args.compare.name, str(args.compare.resolve()))] if args.compare else [])
     rows = []
     sys.path.insert(0, str(ROOT))
+    commands = args.commands.split(",")
     for size, comp in ((int(s), c) for s in args.sizes.split(",") for c in args.compositions.split(",")):
         log = build(size, comp)
         mb = log.stat().st_size / 1e6
@@ -119,19 +127,24 @@ def main() -> None:
             ("analyze --stderr", [*exe, "analyze", "--stderr", str(log), "-f", "json", "-o", os.devnull]),
             ("frames", [*exe, "frames", str(log)]),
         ):
+            if label.split()[0] not in commands:
+                continue
             for _ in range(args.repeat):
-                load = os.getloadavg()[0]
-                wall, rss, rc, cpu = run_timed(cmd)
-                rows.append((comp, label, mb, wall, mb / wall, cpu, rss, load, rc))
-                print(f"{comp} {label} {mb:.0f} MB: {wall:.1f} s, {mb / wall:.1f} MB/s, CPU {cpu:.1f} s, "
-                      f"peak RSS {rss:.0f} MB, load {load:.2f}, exit {rc}", flush=True)
+                for code, pythonpath in codes:
+                    os.environ["PYTHONPATH"] = pythonpath
+                    load = os.getloadavg()[0]
+                    wall, rss, rc, cpu = run_timed(cmd)
+                    rows.append((comp, label, code, mb, wall, mb / wall, cpu, rss, load, rc))
+                    print(f"{comp} {label} ({code}) {mb:.0f} MB: {wall:.1f} s, {mb / wall:.1f} MB/s, CPU {cpu:.1f} s, "
+                          f"peak RSS {rss:.0f} MB, load {load:.2f}, exit {rc}", flush=True)
+    os.environ["PYTHONPATH"] = here
     print(f"\n{machine()}\n")
-    print("| composition | command | log MB | wall s | MB/s | CPU s | MB per CPU s | peak RSS MB | load avg 1 min "
-          "| exit |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for comp, label, mb, wall, rate, cpu, rss, load, rc in rows:
-        print(f"| {comp} | aoti-trace {label} | {mb:.0f} | {wall:.1f} | {rate:.1f} | {cpu:.1f} | {mb / cpu:.0f} "
-              f"| {rss:.0f} | {load:.2f} | {rc} |")
+    print("| composition | command | code | log MB | wall s | MB/s | CPU s | MB per CPU s | peak RSS MB "
+          "| load avg 1 min | exit |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for comp, label, code, mb, wall, rate, cpu, rss, load, rc in rows:
+        print(f"| {comp} | aoti-trace {label} | {code} | {mb:.0f} | {wall:.1f} | {rate:.1f} | {cpu:.1f} "
+              f"| {mb / cpu:.0f} | {rss:.0f} | {load:.2f} | {rc} |")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections import deque
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
@@ -276,7 +277,10 @@ class _Kept:
         self.head_rows = 0
         self.first: list[pl.DataFrame] = []  # lines that matter, the first half
         self.first_rows = 0
-        self.last: pl.DataFrame | None = None  # lines that matter, the last half (rolling)
+        # lines that matter, the last half: the latest chunks' rows, at most one chunk more than the half (the half
+        # itself is cut out at the end: a rolling cut would copy the whole half again with every chunk)
+        self.last: deque[pl.DataFrame] = deque()
+        self.last_rows = 0
         self.tail: pl.DataFrame | None = None  # the last TAIL_LINES lines (rolling)
         self.total_lines = 0
         self.kinds: dict[str, int] = {}  # every line, by kind
@@ -323,8 +327,10 @@ class _Kept:
             self.first_rows += part.height
             matters = matters.slice(part.height)
         if matters.height:
-            self.last = matters.tail(half) if self.last is None else \
-                _compact(pl.concat([self.last, matters]).tail(half))
+            self.last.append(matters)
+            self.last_rows += matters.height
+            while self.last_rows - self.last[0].height >= half:
+                self.last_rows -= self.last.popleft().height
 
     def _add_rows(self, name: str, df: pl.DataFrame) -> None:
         if df.height == 0:
@@ -341,7 +347,8 @@ class _Kept:
             self.row_last[name] = df.tail(half) if last is None else _compact(pl.concat([last, df]).tail(half))
 
     def lines(self) -> pl.DataFrame:
-        parts = [*self.head, *self.first, *(d for d in (self.last, self.tail) if d is not None)]
+        last = pl.concat(self.last).tail(MAX_KEPT_LINES // 2) if self.last else None
+        parts = [*self.head, *self.first, *(d for d in (last, self.tail) if d is not None)]
         if not parts:
             return L.public(L.classify([], "stderr", "", ""))
         return pl.concat(parts).unique("lineno", keep="first").sort("lineno")

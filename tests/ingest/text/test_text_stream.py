@@ -205,3 +205,23 @@ def test_a_small_gzip_that_decompresses_to_a_long_stream_is_chunked(tmp_path, mo
     f = read_stream(gz, "stderr", "r")
     assert "lines_skipped" in f["damage"].get_column("kind").to_list()
     assert f["exceptions"].height >= 1
+
+
+def test_over_the_limit_the_first_and_the_last_half_of_the_lines_that_matter_are_kept(tmp_path, small_chunks,
+                                                                                      monkeypatch):
+    monkeypatch.setattr(TS, "MAX_KEPT_LINES", 600)  # each half spans ~3 chunks of 16 KiB (~110 such lines each)
+    path, data = _repeated(tmp_path, "aoti_oob.stderr.txt", 30)
+    frames = read_stream(path, "stderr", "r")
+    kept = frames["lines"].get_column("lineno").to_list()
+    monkeypatch.setattr(TS, "WHOLE_MAX", 1 << 40)
+    whole = read_stream(path, "stderr", "r")["lines"]  # every line, read at once
+    matters = whole.filter(
+        ~pl.col("kind").is_in(TS.BULK_KINDS) | pl.col("level").is_in(("W", "E", "F", "C")).fill_null(False)
+        | (pl.col("kind").is_in(("plain", "torch_log")) & pl.col("text").str.contains(TS.ERROR_LOOKING))
+    ).get_column("lineno").to_list()
+    n = whole.height
+    assert len(matters) > 2 * 600  # the last half rolls over many chunks
+    expected = {*range(1, 21), *range(n - 19, n + 1), *matters[:300], *matters[-300:]}
+    assert kept == sorted(expected)
+    (row,) = frames["damage"].filter(pl.col("kind") == "lines_skipped").rows(named=True)
+    assert row["count"] == n - len(expected)
