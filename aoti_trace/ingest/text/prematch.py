@@ -1,4 +1,4 @@
-"""Regex columns that cannot match, answered without Polars compiling the regex (start-up, issue 12).
+r"""Regex columns that cannot match, answered without Polars compiling the regex (start-up, issue 12).
 
 On a small capture most of the classifier's and the failures frame's ~60 patterns match no line, yet Polars compiles
 each on first use (~1 ms each, up to ~30 ms for a pattern with a bounded repeat of a Unicode class); compiling them
