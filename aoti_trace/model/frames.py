@@ -39,6 +39,7 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[PolarsDataType, str]]]] = {
             "event": (Str, "first envelope key: the event name (artifact, graph_dump, compilation_metrics, ...)"),
             "compile_id": (Str, "tlparse display form '[frame/compile]', '[frame/compile_attempt]', '[!ca/frame/compile]' or null"),
             "session": (I32, "derived compile session (0-based per file); AOTI records carry no compile id"),
+            "stack": (I32, "the stack logged with the record: stacks.stack of the same path; null when none"),
             "name": (Str, "artifact / graph_dump / dump_file name"),
             "encoding": (Str, "artifact encoding (string, json)"),
             "payload_offset": (I64, "byte offset of the payload's first line (with its TAB) in the file"),
@@ -98,13 +99,13 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[PolarsDataType, str]]]] = {
     ),
     "stacks": (
         "Stack frames logged with records (dynamo_start and id-less AOTI/export records), interned names resolved: "
-        "one set of frames per distinct stack per compile session.",
+        "one set of frames per distinct stack per trace file (events.stack says which records logged it).",
         {
             "run_id": (Str, "analysed run"),
             "path": (Str, "trace file"),
-            "lineno": (I64, "line of the first record of the session that logged this stack"),
-            "session": (I32, "compile session"),
-            "records": (I32, "number of records of the session that logged this stack"),
+            "lineno": (I64, "line of the first record of the file that logged this stack"),
+            "stack": (I32, "stack id, 0-based per file in order of first appearance (events.stack)"),
+            "records": (I32, "number of records of the file that logged this stack"),
             "depth": (I32, "0 = outermost frame"),
             "filename": (Str, "source file of the frame (resolved from the str table)"),
             "line": (I32, "line in that source file"),

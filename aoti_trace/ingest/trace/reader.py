@@ -498,20 +498,21 @@ def _build(idx: pl.DataFrame, files: list[_File], thorough: bool) -> dict[str, p
     base = hdr.select(pl.exclude("json_text")).with_columns(session=session, md5_ok=md5_ok,
                                                          compile_id=_display_compile_id())
     del hdr, md5_ok, session
+    stack, stacks = _stack_rows(base, stack_of, files)
     text = _strings_of(base)
     events = base.select(
         _of_file([f.run_id for f in files], pl.String).alias("run_id"),
         _of_file([f.shown for f in files], pl.String).alias("path"), "lineno",
         pl.coalesce("rank", "rank_prefix", _of_file([f.rank for f in files], pl.Int32)).alias("rank"),
         pl.lit(text["level"]), "time", "pid", pl.lit(text["src"]), pl.lit(text["event"]), "compile_id",
-        "session", pl.lit(text["name"]), pl.lit(text["encoding"]),
+        "session", pl.lit(stack), pl.lit(text["name"]), pl.lit(text["encoding"]),
         pl.col("pay_start").alias("payload_offset"), (pl.col("pay_end") - pl.col("pay_start")).alias("payload_length"),
         pl.col("pay_lines").alias("payload_lines"), "md5", "md5_ok", FILE,
     )
     keys = base.select(FILE, "session", "stack_hash", "lineno", "rank", "compile_id", "event", "name", "offset",
                        "width", "looks_complete")
     # the index columns that no frame shares are freed before the JSON decoding of the compile rows (~1 s per GB,
-    # little allocation), which gives the allocator time to return them before the stacks are built
+    # little allocation), which gives the allocator time to return them before the artifacts are built
     del text, base
     out = {}
     compiles = _compiles(keys, files, stack_of)
@@ -520,9 +521,8 @@ def _build(idx: pl.DataFrame, files: list[_File], thorough: bool) -> dict[str, p
     out["artifacts"] = events.select(
         "run_id", "path", "lineno", "rank", "session", "event", "name", "encoding", "payload_offset",
         "payload_length", "md5_ok", FILE).filter(has_payload)
-    del events
-    out["stacks"] = _stack_rows(keys, stack_of, files)
-    del keys
+    del events, keys
+    out["stacks"] = stacks
     if compiles.height:
         out["compiles"] = compiles
     return out
@@ -654,38 +654,33 @@ def _sessions(hdr: pl.DataFrame, stack_of: dict[tuple[int, int], tuple[Any, ...]
 
 
 def _stack_rows(base: pl.DataFrame, stack_of: dict[tuple[int, int], tuple[Any, ...]], files: list[_File]
-                ) -> pl.DataFrame:
-    """One set of frames per distinct stack per session: ``lineno`` of the first record that logged it, ``records``
-    = how many records of the session logged it.
-
-    Built by two gathers (pair rows repeated, table rows in runs) rather than a join: the result is ~2 M rows
-    per GB of log, and a join's intermediates are as large again."""
-    table = pl.DataFrame(
-        [{"depth": f.depth, "filename": f.filename, "line": f.line, "function": f.function, "code": f.code,
-          "is_user": f.is_user} for frames, _, _ in stack_of.values() for f in frames],
-        schema={"depth": pl.Int32, "filename": pl.String, "line": pl.Int32, "function": pl.String,
-                "code": pl.String, "is_user": pl.Boolean},
+                ) -> tuple[pl.Series, pl.DataFrame]:
+    """Interned stacks: the id of each record's stack (column ``stack`` of ``events``: the position of the stack
+    among its file's distinct decoded stacks, in order of first appearance; null without one), and the frame
+    ``stacks``: one set of frames per distinct stack per file, with ``lineno`` of the first record that logged it and
+    ``records`` = how many records of the file logged it. A stack repeated by every compile of a long log (a few
+    dozen distinct stacks per GB) is stored once, not once per session."""
+    keys = pl.DataFrame({FILE: [f for f, _ in stack_of], "stack_hash": [h for _, h in stack_of]},
+                        schema={FILE: pl.Int32, "stack_hash": pl.UInt64})
+    keys = keys.with_columns(stack=pl.int_range(pl.len(), dtype=pl.Int32).over(FILE))
+    ids = base.select(FILE, "stack_hash").join(keys, on=[FILE, "stack_hash"], how="left",
+                                                 maintain_order="left")["stack"]
+    uses = (
+        base.select(FILE, "lineno").with_columns(ids).filter(pl.col("stack").is_not_null())
+        .group_by(FILE, "stack").agg(pl.col("lineno").min(), records=pl.len().cast(pl.Int32)).sort(FILE, "stack")
     )
-    where: dict[str, list[int]] = {FILE: [], "stack_hash": [], "start": [], "n": []}
-    at = 0
-    for (f, key), (frames, _, _) in stack_of.items():
-        for col, value in ((FILE, f), ("stack_hash", key), ("start", at), ("n", len(frames))):
-            where[col].append(value)
-        at += len(frames)
-    lookup = pl.DataFrame(where, schema={FILE: pl.Int32, "stack_hash": pl.UInt64, "start": pl.UInt32, "n": pl.UInt32})
-    firsts = (
-        base.select(FILE, "session", "stack_hash", "lineno").filter(pl.col("stack_hash").is_not_null())
-        .group_by([FILE, "session", "stack_hash"], maintain_order=True)
-        .agg(pl.col("lineno").first(), records=pl.len().cast(pl.Int32))
-        .join(lookup, on=[FILE, "stack_hash"], how="inner", maintain_order="left")  # stacks that decoded
-        .filter(pl.col("n") > 0)  # (a stack without frames has no rows; explode would give it a null)
-    )
-    pair = firsts.select(pl.int_range(pl.len(), dtype=pl.UInt32).repeat_by("n").explode())["literal"]
-    rows = firsts.select(pl.int_ranges("start", pl.col("start") + pl.col("n"), dtype=pl.UInt32).explode())["start"]
-    out = firsts.select(FILE, "lineno", "session", "records")[pair].hstack(table[rows].get_columns())
-    return out.select(_of_file([f.run_id for f in files], pl.String).alias("run_id"),
-                      _of_file([f.shown for f in files], pl.String).alias("path"), "lineno", "session", "records",
-                      "depth", "filename", "line", "function", "code", "is_user", FILE)
+    frames_of = list(stack_of.values())
+    first = dict(zip(*keys.select(FILE, pl.int_range(pl.len(), dtype=pl.Int32).alias("at")).filter(
+        pl.col(FILE).is_first_distinct()).get_columns()))  # file -> position of its first stack in stack_of
+    rows = [(f, lineno, stack, records, fr.depth, fr.filename, fr.line, fr.function, fr.code, fr.is_user)
+            for f, stack, lineno, records in uses.iter_rows() for fr in frames_of[first[f] + stack][0]]
+    table = pl.DataFrame(rows, orient="row", schema={
+        FILE: pl.Int32, "lineno": pl.Int64, "stack": pl.Int32, "records": pl.Int32, "depth": pl.Int32,
+        "filename": pl.String, "line": pl.Int32, "function": pl.String, "code": pl.String, "is_user": pl.Boolean})
+    out = table.select(_of_file([f.run_id for f in files], pl.String).alias("run_id"),
+                       _of_file([f.shown for f in files], pl.String).alias("path"), "lineno", "stack", "records",
+                       "depth", "filename", "line", "function", "code", "is_user", FILE)
+    return ids, out
 
 
 def _compiles(base: pl.DataFrame, files: list[_File], stack_of: dict[tuple[int, int], tuple[Any, ...]]
