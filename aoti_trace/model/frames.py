@@ -26,7 +26,9 @@ Str, I32, I64, F64, Bool = pl.String, pl.Int32, pl.Int64, pl.Float64, pl.Boolean
 SCHEMAS: dict[str, tuple[str, dict[str, tuple[PolarsDataType, str]]]] = {
     # ------------------------------------------------------------------ TORCH_TRACE
     "events": (
-        "One row per TORCH_TRACE record (header line); payloads stay on disk, addressed by byte offset.",
+        "One row per TORCH_TRACE record (header line); payloads stay on disk, addressed by byte offset. Of a trace "
+        "file over 64 MiB, only the first and last 4096 plain chromium_event records (no compile id, no stack) are "
+        "kept, with every other record (damage kind records_skipped counts the rest).",
         {
             "run_id": (Str, "analysed run"),
             "path": (Str, "trace file"),
@@ -120,7 +122,7 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[PolarsDataType, str]]]] = {
             "run_id": (Str, "analysed run"),
             "path": (Str, "damaged file"),
             "lineno": (I64, "first damaged line"),
-            "kind": (Str, "no_inputs | truncated_line | truncated_payload | md5_mismatch | bad_json | bad_header | bad_utf8 | bad_gzip | unknown_event | schema_drift | orphan_payload | no_trace_files | empty_file | unreadable | not_regular_file | symlink_skipped | lost_output | incomplete_compile | cut_mid_line | line_split | line_clipped | lines_skipped"),
+            "kind": (Str, "no_inputs | truncated_line | truncated_payload | md5_mismatch | bad_json | bad_header | bad_utf8 | bad_gzip | unknown_event | schema_drift | orphan_payload | no_trace_files | empty_file | unreadable | not_regular_file | symlink_skipped | lost_output | incomplete_compile | cut_mid_line | line_split | line_clipped | lines_skipped | records_skipped"),
             "count": (I64, "occurrences"),
             "detail": (Str, "human-readable description of the first occurrence"),
         },

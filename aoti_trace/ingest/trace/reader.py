@@ -24,6 +24,10 @@ How a file is read (see trace-format.md §11 and :mod:`aoti_trace.ingest.trace.i
   (``bad_gzip``), and so does one that inflates past the size or ratio limit (a gzip bomb). Payload offsets refer
   to the decompressed stream and :func:`read_payload` re-reads the ``.gz`` (a gzip seek is a decompression from
   the start: fine for the few payloads a rule reads).
+* A file over ``SQUEEZE_BYTES`` (64 MiB) is indexed in bounded memory: its plain ``chromium_event`` records
+  (timeline spans without a compile id or stack, ~85% of the records of a log that repeats its compiles) beyond the
+  first and last 4096 are counted, not kept (:class:`index.Squeeze`; damage ``records_skipped``). Every other
+  record is kept, so sessions, ``compiles``, ``stacks`` and the other damage are those of the whole file.
 * Only the JSON of ``str`` and ``compilation_metrics`` headers and of the distinct ``stack`` lists is decoded
   (tolerantly; one stack text per distinct hash, one ``inductor_config`` decode per distinct config string);
   every other field comes from anchored regexes over the header line. Context keys (``rank``, compile ids,
@@ -45,7 +49,8 @@ Damage (never an exception): ``unreadable``, ``not_regular_file`` (a FIFO or dev
 ``empty_file``, ``bad_gzip``, ``truncated_line`` (last line cut),
 ``truncated_payload`` (last payload short), ``md5_mismatch``, ``bad_json``, ``bad_header`` (a line that is
 neither a record header nor a payload line), ``bad_utf8``, ``unknown_event``, ``schema_drift``,
-``orphan_payload`` (TAB lines after a header without ``has_payload``), ``incomplete_compile``.
+``orphan_payload`` (TAB lines after a header without ``has_payload``), ``incomplete_compile``, ``records_skipped``
+(not damage of the file: what a long file's frames leave out).
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
 THOROUGH_LIMIT = 64 * 1024 * 1024  # bytes: full MD5 + JSON checks below this file size when verify=None
+SQUEEZE_BYTES = 64 << 20  # bytes: a longer file keeps only the first and last of its plain chromium_event records
 RANK_FILE_RE = re.compile(r"rank_(\d+)_")
 
 
@@ -361,12 +367,25 @@ def _read_together(batch: list[_File]) -> dict[str, pl.DataFrame]:
         else:
             parts.append(idx.with_columns(_of_file(clean, pl.Int32).alias(FILE)))  # position in clean -> in batch
             alone -= {i for j, i in enumerate(clean) if j not in inexact}
-    parts += [index.index_file(batch[i].local, batch[i].size, keep_text=thorough)[0]
-              .with_columns(pl.lit(i, pl.Int32).alias(FILE)) for i in sorted(alone)]
+    parts += [_index_alone(batch[i], thorough).with_columns(pl.lit(i, pl.Int32).alias(FILE)) for i in sorted(alone)]
     idx = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical").sort(FILE, maintain_order=True)
     del parts
     at = _of_file([f.at for f in batch], pl.Int32).alias(FILE)
     return {name: df.with_columns(at) for name, df in _build(idx, batch, thorough).items()}
+
+
+def _index_alone(f: _File, thorough: bool) -> pl.DataFrame:
+    """The index of one file read alone; over :data:`SQUEEZE_BYTES`, without the repeated ``chromium_event``
+    records (:class:`index.Squeeze`), which are counted in the file's damage (``records_skipped``)."""
+    squeeze = index.Squeeze() if f.size > SQUEEZE_BYTES else None
+    idx = index.index_file(f.local, f.size, keep_text=thorough, squeeze=squeeze)[0]
+    if squeeze is not None and squeeze.skipped:
+        f.problems.add("records_skipped", squeeze.first, (
+            f"{f.shown} is over {SQUEEZE_BYTES >> 20} MiB: {squeeze.skipped} of its {squeeze.total} plain "
+            f"chromium_event records (lines {squeeze.first}-{squeeze.last}) were counted, not kept; the first and last "
+            f"{squeeze.keep} and every other record were (events, artifacts and chromium lack the skipped ones)"),
+            squeeze.skipped)
+    return idx
 
 
 def _of_file(values: list[Any], dtype: PolarsDataType) -> pl.Expr:
