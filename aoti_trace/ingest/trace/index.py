@@ -246,7 +246,7 @@ def _scan_headers(path: str, keep_text: bool, squeeze: Squeeze | None = None) ->
         return _extract(lines, keep_text).collect(engine="streaming")
 
 
-BATCH_ROWS = 1 << 17  # header rows per batch of a squeezed scan
+BATCH_ROWS = 1 << 14  # header rows per batch of a squeezed scan (smaller: lower peak, same CPU; bench/RESULTS.md)
 _BLANK = pl.col("width") == 1
 # a record that Squeeze may leave out (rows of the scan, blank ones included: none may follow it)
 PLAIN = (~_BLANK & (pl.col("event") == "chromium_event") & pl.col("md5").is_not_null()
