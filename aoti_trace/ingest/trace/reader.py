@@ -381,9 +381,10 @@ def _index_alone(f: _File, thorough: bool) -> pl.DataFrame:
     idx = index.index_file(f.local, f.size, keep_text=thorough, squeeze=squeeze)[0]
     if squeeze is not None and squeeze.skipped:
         f.problems.add("records_skipped", squeeze.first, (
-            f"{f.shown} is over {SQUEEZE_BYTES >> 20} MiB: {squeeze.skipped} of its {squeeze.total} plain "
-            f"chromium_event records (lines {squeeze.first}-{squeeze.last}) were counted, not kept; the first and last "
-            f"{squeeze.keep} and every other record were (events, artifacts and chromium lack the skipped ones)"),
+            f"the file is over {SQUEEZE_BYTES >> 20} MiB: {squeeze.skipped} of its {squeeze.total} plain "
+            f"chromium_event records (timeline spans without compile id or stack, lines {squeeze.first}-"
+            f"{squeeze.last}) were counted, not kept; the first and last {squeeze.keep} and every other record "
+            f"were kept (events, artifacts and chromium lack the skipped ones)"),
             squeeze.skipped)
     return idx
 
