@@ -703,6 +703,9 @@ def _stack_rows(base: pl.DataFrame, stack_of: dict[tuple[int, int], tuple[Any, .
     return ids, out
 
 
+COMPILE_ROWS = 2048  # compile rows (dicts of decoded metrics) held as Python objects before they become a frame
+
+
 def _compiles(base: pl.DataFrame, files: list[_File], stack_of: dict[tuple[int, int], tuple[Any, ...]]
               ) -> pl.DataFrame:
     ev, name = pl.col("event"), pl.col("name")
@@ -727,7 +730,8 @@ def _compiles(base: pl.DataFrame, files: list[_File], stack_of: dict[tuple[int, 
         )
         .filter("substantive")  # sessions of only interning / timeline records: no compile happened there
     )
-    rows = []
+    rows: list[dict[str, Any]] = []
+    parts: list[pl.DataFrame] = []  # rows as frames, COMPILE_ROWS at a time: a row dict costs ~4 KB
     for s in per.iter_rows(named=True):
         f, session = files[s[FILE]], s["session"]
         calls = [stack_of[s[FILE], t][1:] for t in s["stacks"] if (s[FILE], t) in stack_of]
@@ -765,7 +769,12 @@ def _compiles(base: pl.DataFrame, files: list[_File], stack_of: dict[tuple[int, 
                            f"{s['last_lineno']} (process killed or crashed mid-compile?)")
         row[FILE] = s[FILE]
         rows.append(row)
-    if not rows:
+        if len(rows) == COMPILE_ROWS:
+            parts.append(pl.DataFrame(rows, infer_schema_length=None))
+            rows = []
+    if rows:
+        parts.append(pl.DataFrame(rows, infer_schema_length=None))
+    if not parts:
         return pl.DataFrame()
-    # each row conformed as its file's own frame would be (column types inferred over the rows of all files)
-    return conform("compiles", pl.DataFrame(rows, infer_schema_length=None))
+    # each row conformed as its file's own frame would be (column types: the supertype over the rows of all files)
+    return conform("compiles", parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed"))
