@@ -26,7 +26,9 @@ Str, I32, I64, F64, Bool = pl.String, pl.Int32, pl.Int64, pl.Float64, pl.Boolean
 SCHEMAS: dict[str, tuple[str, dict[str, tuple[PolarsDataType, str]]]] = {
     # ------------------------------------------------------------------ TORCH_TRACE
     "events": (
-        "One row per TORCH_TRACE record (header line); payloads stay on disk, addressed by byte offset.",
+        "One row per TORCH_TRACE record (header line); payloads stay on disk, addressed by byte offset. Of a trace "
+        "file over 64 MiB, only the first and last 4096 plain chromium_event records (no compile id, no stack) are "
+        "kept, with every other record (damage kind records_skipped counts the rest).",
         {
             "run_id": (Str, "analysed run"),
             "path": (Str, "trace file"),
@@ -39,6 +41,7 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[PolarsDataType, str]]]] = {
             "event": (Str, "first envelope key: the event name (artifact, graph_dump, compilation_metrics, ...)"),
             "compile_id": (Str, "tlparse display form '[frame/compile]', '[frame/compile_attempt]', '[!ca/frame/compile]' or null"),
             "session": (I32, "derived compile session (0-based per file); AOTI records carry no compile id"),
+            "stack": (I32, "the stack logged with the record: stacks.stack of the same path; null when none"),
             "name": (Str, "artifact / graph_dump / dump_file name"),
             "encoding": (Str, "artifact encoding (string, json)"),
             "payload_offset": (I64, "byte offset of the payload's first line (with its TAB) in the file"),
@@ -98,13 +101,13 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[PolarsDataType, str]]]] = {
     ),
     "stacks": (
         "Stack frames logged with records (dynamo_start and id-less AOTI/export records), interned names resolved: "
-        "one set of frames per distinct stack per compile session.",
+        "one set of frames per distinct stack per trace file (events.stack says which records logged it).",
         {
             "run_id": (Str, "analysed run"),
             "path": (Str, "trace file"),
-            "lineno": (I64, "line of the first record of the session that logged this stack"),
-            "session": (I32, "compile session"),
-            "records": (I32, "number of records of the session that logged this stack"),
+            "lineno": (I64, "line of the first record of the file that logged this stack"),
+            "stack": (I32, "stack id, 0-based per file in order of first appearance (events.stack)"),
+            "records": (I32, "number of records of the file that logged this stack"),
             "depth": (I32, "0 = outermost frame"),
             "filename": (Str, "source file of the frame (resolved from the str table)"),
             "line": (I32, "line in that source file"),
@@ -119,7 +122,7 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[PolarsDataType, str]]]] = {
             "run_id": (Str, "analysed run"),
             "path": (Str, "damaged file"),
             "lineno": (I64, "first damaged line"),
-            "kind": (Str, "no_inputs | truncated_line | truncated_payload | md5_mismatch | bad_json | bad_header | bad_utf8 | bad_gzip | unknown_event | schema_drift | orphan_payload | no_trace_files | empty_file | unreadable | not_regular_file | symlink_skipped | lost_output | incomplete_compile | cut_mid_line | line_split | line_clipped | lines_skipped"),
+            "kind": (Str, "no_inputs | truncated_line | truncated_payload | md5_mismatch | bad_json | bad_header | bad_utf8 | bad_gzip | unknown_event | schema_drift | orphan_payload | no_trace_files | empty_file | unreadable | not_regular_file | symlink_skipped | lost_output | incomplete_compile | cut_mid_line | line_split | line_clipped | lines_skipped | records_skipped"),
             "count": (I64, "occurrences"),
             "detail": (Str, "human-readable description of the first occurrence"),
         },

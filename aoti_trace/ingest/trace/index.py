@@ -24,6 +24,11 @@ interchangeable indexers produce the same table for one file (see :func:`index_f
   operation is paid once for all of them. Only files whose every byte the CSV reader decodes as it is
   (:func:`clean`) go there, and one that the fast path would refuse is handed back to be indexed alone.
 
+* **squeezed** (:class:`Squeeze`, for a long file): the fast path's rows arrive in batches and the plain
+  ``chromium_event`` records beyond the first and last :data:`KEEP_CHROMIUM` are counted, not kept; each row
+  carries the next header's line and offset so that payload ranges stay exact. The index then grows with the
+  records that are not plain timeline events only.
+
 Byte offsets always refer to the (decompressed) file; ``payload_length`` includes the TABs and newlines on disk.
 Memory: the streaming query reads the file in 4 MiB chunks with one chunk prefetched (``POLARS_CSV_CHUNK_SIZE``,
 ``POLARS_CSV_CHUNK_PREFETCH_LIMIT``, set for the query unless the caller set them); the defaults keep several
@@ -183,8 +188,9 @@ class _MorselOffsets:
             self.parts.append((df["lineno"][0], df.height, df["width"].sum()))  # type: ignore[arg-type]  # Int64 column: an int
         return out
 
-    def offsets(self, hdr: pl.DataFrame) -> pl.Series | None:
-        """File offsets of the rows of ``hdr`` (``lineno``, ``local``); None unless the morsels tile the file."""
+    def offsets(self, hdr: pl.DataFrame, lineno: str = "lineno", local: str = "local") -> pl.Series | None:
+        """File offsets of the rows of ``hdr`` (columns ``lineno`` and ``local``; null where ``lineno`` is); None
+        unless the morsels tile the file."""
         parts = sorted(self.parts)
         first = [p[0] for p in parts]
         if not parts or first[0] != 1 or any(a[0] + a[1] != b[0] for a, b in zip(parts, parts[1:])):
@@ -193,12 +199,16 @@ class _MorselOffsets:
         for _, _, nbytes in parts:
             bases.append(total)
             total += nbytes
-        at = pl.Series(first, dtype=pl.Int64).search_sorted(hdr["lineno"], side="right") - 1
-        return (pl.Series(bases, dtype=pl.Int64).gather(at) + hdr["local"]).alias("offset")  # type: ignore[no-any-return]  # polars' stubs
+        at = pl.Series(first, dtype=pl.Int64).search_sorted(hdr[lineno].fill_null(1), side="right") - 1
+        base = pl.Series(bases, dtype=pl.Int64).gather(at)
+        return (base + hdr[local]).alias("offset")  # type: ignore[no-any-return]  # polars' stubs (null stays null)
 
 
-def _scan_headers(path: str, keep_text: bool) -> pl.DataFrame:
-    """Streaming pass: header rows and blank rows (``text`` null, rare), with line number, offset and width."""
+def _scan_headers(path: str, keep_text: bool, squeeze: Squeeze | None = None) -> pl.DataFrame:
+    """Streaming pass: header rows and blank rows (``text`` null, rare), with line number, offset and width. With
+    ``squeeze``, the rows arrive in batches and the repeated ``chromium_event`` records are counted there instead of
+    kept (:class:`Squeeze`); the rows then also carry the line and offset of the next header (``nxt_lineno``,
+    ``nxt``), which the payload ranges of the kept records need."""
     morsels = _MorselOffsets()
     lines = (
         _lines(path)
@@ -209,12 +219,23 @@ def _scan_headers(path: str, keep_text: bool) -> pl.DataFrame:
         .select(pl.lit(0, pl.Int32).alias(FILE), pl.col("lineno").cast(pl.Int64), "local", "width", "text")
     )
     with _scan_env():
-        rows = _extract(lines, keep_text).collect(engine="streaming")
+        if squeeze is None:
+            rows = _extract(lines, keep_text).collect(engine="streaming")
+        else:
+            for batch in _extract(lines, keep_text).collect_batches(chunk_size=BATCH_ROWS, engine="streaming"):
+                squeeze.add(batch)
+            rows = squeeze.finish()
     offset = morsels.offsets(rows)
     if offset is not None and rows["lineno"].is_sorted():
+        if squeeze is not None:
+            nxt = morsels.offsets(rows, "nxt_lineno", "nxt_local")
+            rows = rows.with_columns(pl.when(pl.col("nxt_lineno").is_not_null()).then(nxt).alias("nxt"))
+            rows = rows.drop("nxt_local")
         return rows.with_columns(offset).drop("local")
     del rows
-    # fallback: one streaming cumulative sum (exact, but the multiplexer buffers text: more memory)
+    if squeeze is not None:
+        squeeze.reset()
+    # fallback: one streaming cumulative sum (exact, but the multiplexer buffers text: more memory; nothing squeezed)
     lines = (
         _lines(path)
         .with_columns(offset=pl.col("width").cum_sum() - pl.col("width"))
@@ -223,6 +244,88 @@ def _scan_headers(path: str, keep_text: bool) -> pl.DataFrame:
     )
     with _scan_env():
         return _extract(lines, keep_text).collect(engine="streaming")
+
+
+BATCH_ROWS = 1 << 14  # header rows per batch of a squeezed scan (smaller: lower peak, same CPU; bench/RESULTS.md)
+_BLANK = pl.col("width") == 1
+# a record that Squeeze may leave out (rows of the scan, blank ones included: none may follow it)
+PLAIN = (~_BLANK & (pl.col("event") == "chromium_event") & pl.col("md5").is_not_null()
+         & pl.all_horizontal(pl.col("ca", "fid", "fcid", "att").is_null()) & pl.col("looks_complete")
+         & ~pl.col("fffd") & pl.col("stack_hash").is_null() & ~_BLANK.shift(-1).fill_null(False)).fill_null(False) \
+    .alias("plain")
+KEEP_CHROMIUM = 4096  # a squeezed file keeps its first and its last this many plain chromium_event records
+
+
+class Squeeze:
+    """Bounded index rows for a long log: the plain ``chromium_event`` records (no compile id, a payload, complete
+    JSON, no stack, no blank line after them, valid UTF-8) beyond the first and the last :data:`KEEP_CHROMIUM` of
+    the file are counted, not kept. A log that repeats its compiles writes ~100 of them per compile (~85% of its
+    records); every other record is kept, so sessions, compiles, stacks, artifacts and damage come out as from the
+    whole index, and only ``events``/``artifacts``/``chromium`` miss the timeline records in the middle.
+
+    Fed the scan's rows in line order (:meth:`add`), batch by batch: each row gets the line number and morsel-local
+    offset of the next header (``nxt_lineno``, ``nxt_local``) before any row is dropped; the last header of a batch
+    waits for the next batch. After the scan, :attr:`total` chromium_event records were seen and :attr:`skipped`
+    of them left out, lines :attr:`first` to :attr:`last`."""
+
+    def __init__(self, keep: int | None = None) -> None:
+        self.keep = KEEP_CHROMIUM if keep is None else keep
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget what was added (the scan starts again unsqueezed)."""
+        self.kept: list[pl.DataFrame] = []
+        self.tail: list[pl.DataFrame] = []
+        self.tail_rows = 0
+        self.pending: pl.DataFrame | None = None
+        self.head_left = self.keep
+        self.total = self.skipped = 0
+        self.first: int | None = None
+        self.last: int | None = None
+
+    def add(self, batch: pl.DataFrame) -> None:
+        """The next rows of the scan (header and blank rows, in line order)."""
+        df = batch if self.pending is None else pl.concat([self.pending, batch], how="vertical")
+        nxt = [pl.when(~_BLANK).then(pl.col(c)).shift(-1).backward_fill().alias(f"nxt_{c}") for c in ("lineno", "local")]
+        df = df.with_columns(*nxt)
+        ready = int(df["nxt_lineno"].is_not_null().sum())  # the rows before the last header of df (a prefix)
+        self.pending = df.slice(ready).drop("nxt_lineno", "nxt_local")
+        df = df.slice(0, ready).with_columns(PLAIN)
+        n = int(df["plain"].sum())
+        self.total += n
+        if self.head_left:  # the first ones are kept
+            df = df.with_columns(pl.col("plain") & (pl.col("plain").cum_sum() > self.head_left))
+            self.head_left = max(0, self.head_left - n)
+        # (lower-casing copies the kept strings out of the batch's buffers, which a filter would keep alive)
+        self.kept.append(df.filter(~pl.col("plain")).drop("plain").with_columns(pl.col("time", "md5").str.to_lowercase()))
+        late = df.filter("plain").drop("plain")
+        if late.height:
+            self.tail.append(late)
+            self.tail_rows += late.height
+        if self.tail_rows > 2 * self.keep:  # the last ``keep`` stay
+            tail = pl.concat(self.tail, how="vertical")
+            self._count(tail.head(tail.height - self.keep))
+            self.tail = [tail.tail(self.keep).with_columns(pl.col("time", "md5").str.to_lowercase())]
+            self.tail_rows = self.keep
+
+    def _count(self, gone: pl.DataFrame) -> None:
+        self.skipped += gone.height
+        lo, hi = gone["lineno"].min(), gone["lineno"].max()
+        self.first = lo if self.first is None else self.first  # type: ignore[assignment]  # Int64 column: an int
+        self.last = hi  # type: ignore[assignment]  # Int64 column: an int
+
+    def finish(self) -> pl.DataFrame:
+        """The kept rows, in line order (the last header: next header null)."""
+        if self.tail_rows > self.keep:
+            tail = pl.concat(self.tail, how="vertical")
+            self._count(tail.head(tail.height - self.keep))
+            self.tail = [tail.tail(self.keep)]
+        parts = self.kept + self.tail
+        if self.pending is not None:  # the last record: kept
+            self.total += int(self.pending.select(PLAIN)["plain"].sum())
+            parts.append(self.pending.with_columns(nxt_lineno=pl.lit(None, pl.Int64), nxt_local=pl.lit(None, pl.Int64)))
+        self.kept, self.tail, self.pending = [], [], None
+        return pl.concat(parts, how="vertical").sort("lineno")  # (the tail's rows go between the others)
 
 
 def _measure(data: bytes, start: int) -> tuple[int | None, int | None, int, int | None]:
@@ -279,10 +382,11 @@ def _check_last_header(fh: BinaryIO, row: dict[str, Any], size: int) -> None:
         raise Inexact
 
 
-def index_fast(path: str, keep_text: bool) -> pl.DataFrame:
-    """Polars streaming index; raises :class:`Inexact` when decoded widths and bytes on disk disagree."""
+def index_fast(path: str, keep_text: bool, squeeze: Squeeze | None = None) -> pl.DataFrame:
+    """Polars streaming index (of the rows ``squeeze`` keeps, if given); raises :class:`Inexact` when decoded widths
+    and bytes on disk disagree."""
     size = os.path.getsize(path)
-    rows = _scan_headers(path, keep_text)
+    rows = _scan_headers(path, keep_text, squeeze)
     with open(path, "rb") as fh:
         idx, inexact = _payload_ranges(rows, [(fh, size)], keep_text)
     if inexact:
@@ -347,8 +451,11 @@ def _payload_ranges(rows: pl.DataFrame, files: list[tuple[BinaryIO, int]], keep_
     blank_recs = rows.select(key.alias("key"), "width").filter(blank)["key"].unique().to_list()  # (select, filter)
     hdr = rows.filter(~blank) if blank_recs else rows  # (a filter copies every column)
     inexact = set(range(len(files))) - set(hdr[FILE].unique().to_list())  # no header: tiny or damaged
-    nxt = per_file(pl.col("offset").shift(-1))
-    plines = per_file(pl.col("lineno").shift(-1) - pl.col("lineno") - 1).cast(pl.Int32)  # no blank line between
+    if "nxt" in rows.columns:  # squeezed: the next header may be a record that was not kept
+        nxt, following = pl.col("nxt"), pl.col("nxt_lineno")
+    else:
+        nxt, following = per_file(pl.col("offset").shift(-1)), per_file(pl.col("lineno").shift(-1))
+    plines = (following - pl.col("lineno") - 1).cast(pl.Int32)  # no blank line between
     has_pay = plines > 0
     hdr = hdr.with_columns(
         pay_start=pl.when(has_pay).then(pl.col("offset") + pl.col("width")),
@@ -463,18 +570,23 @@ def header_text(fh: BinaryIO, offset: int, width: int) -> str:
     return line.decode("utf-8", errors="replace")
 
 
-def index_file(path: str, size: int, keep_text: bool) -> tuple[pl.DataFrame, str]:
-    """Index ``path`` (``size`` bytes) and say which path was used: ``fast`` or ``exact (<reason>)``."""
+def index_file(path: str, size: int, keep_text: bool, squeeze: Squeeze | None = None) -> tuple[pl.DataFrame, str]:
+    """Index ``path`` (``size`` bytes) and say which path was used: ``fast`` or ``exact (<reason>)``. ``squeeze``:
+    see :class:`Squeeze` (the fast path only; the exact path keeps every record and leaves it empty)."""
     with open(path, "rb") as fh:
         head = fh.read(65536)
     if b"\r\n" in head:
         return index_exact(path, keep_text), "exact (CRLF line endings)"
     try:
-        df = index_fast(path, keep_text)
+        df = index_fast(path, keep_text, squeeze)
     except pl.exceptions.PolarsError as exc:  # e.g. \x01 on the first line -> SchemaError
-        return index_exact(path, keep_text), f"exact (fast index failed: {type(exc).__name__})"
+        how = f"exact (fast index failed: {type(exc).__name__})"
     except Inexact:
-        return index_exact(path, keep_text), "exact (decoded widths do not match the bytes on disk)"
-    if df["fffd"].any():
-        return index_exact(path, keep_text), "exact (U+FFFD in a header: invalid UTF-8?)"
-    return df, "fast"
+        how = "exact (decoded widths do not match the bytes on disk)"
+    else:
+        if not df["fffd"].any():
+            return df, "fast"
+        how = "exact (U+FFFD in a header: invalid UTF-8?)"
+    if squeeze is not None:
+        squeeze.reset()
+    return index_exact(path, keep_text), how

@@ -24,6 +24,10 @@ How a file is read (see trace-format.md §11 and :mod:`aoti_trace.ingest.trace.i
   (``bad_gzip``), and so does one that inflates past the size or ratio limit (a gzip bomb). Payload offsets refer
   to the decompressed stream and :func:`read_payload` re-reads the ``.gz`` (a gzip seek is a decompression from
   the start: fine for the few payloads a rule reads).
+* A file over ``SQUEEZE_BYTES`` (64 MiB) is indexed in bounded memory: its plain ``chromium_event`` records
+  (timeline spans without a compile id or stack, ~85% of the records of a log that repeats its compiles) beyond the
+  first and last 4096 are counted, not kept (:class:`index.Squeeze`; damage ``records_skipped``). Every other
+  record is kept, so sessions, ``compiles``, ``stacks`` and the other damage are those of the whole file.
 * Only the JSON of ``str`` and ``compilation_metrics`` headers and of the distinct ``stack`` lists is decoded
   (tolerantly; one stack text per distinct hash, one ``inductor_config`` decode per distinct config string);
   every other field comes from anchored regexes over the header line. Context keys (``rank``, compile ids,
@@ -45,7 +49,8 @@ Damage (never an exception): ``unreadable``, ``not_regular_file`` (a FIFO or dev
 ``empty_file``, ``bad_gzip``, ``truncated_line`` (last line cut),
 ``truncated_payload`` (last payload short), ``md5_mismatch``, ``bad_json``, ``bad_header`` (a line that is
 neither a record header nor a payload line), ``bad_utf8``, ``unknown_event``, ``schema_drift``,
-``orphan_payload`` (TAB lines after a header without ``has_payload``), ``incomplete_compile``.
+``orphan_payload`` (TAB lines after a header without ``has_payload``), ``incomplete_compile``, ``records_skipped``
+(not damage of the file: what a long file's frames leave out).
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ if TYPE_CHECKING:
     from polars._typing import PolarsDataType
 
 THOROUGH_LIMIT = 64 * 1024 * 1024  # bytes: full MD5 + JSON checks below this file size when verify=None
+SQUEEZE_BYTES = 64 << 20  # bytes: a longer file keeps only the first and last of its plain chromium_event records
 RANK_FILE_RE = re.compile(r"rank_(\d+)_")
 
 
@@ -361,12 +367,26 @@ def _read_together(batch: list[_File]) -> dict[str, pl.DataFrame]:
         else:
             parts.append(idx.with_columns(_of_file(clean, pl.Int32).alias(FILE)))  # position in clean -> in batch
             alone -= {i for j, i in enumerate(clean) if j not in inexact}
-    parts += [index.index_file(batch[i].local, batch[i].size, keep_text=thorough)[0]
-              .with_columns(pl.lit(i, pl.Int32).alias(FILE)) for i in sorted(alone)]
+    parts += [_index_alone(batch[i], thorough).with_columns(pl.lit(i, pl.Int32).alias(FILE)) for i in sorted(alone)]
     idx = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical").sort(FILE, maintain_order=True)
     del parts
     at = _of_file([f.at for f in batch], pl.Int32).alias(FILE)
     return {name: df.with_columns(at) for name, df in _build(idx, batch, thorough).items()}
+
+
+def _index_alone(f: _File, thorough: bool) -> pl.DataFrame:
+    """The index of one file read alone; over :data:`SQUEEZE_BYTES`, without the repeated ``chromium_event``
+    records (:class:`index.Squeeze`), which are counted in the file's damage (``records_skipped``)."""
+    squeeze = index.Squeeze() if f.size > SQUEEZE_BYTES else None
+    idx = index.index_file(f.local, f.size, keep_text=thorough, squeeze=squeeze)[0]
+    if squeeze is not None and squeeze.skipped:
+        f.problems.add("records_skipped", squeeze.first, (
+            f"the file is over {SQUEEZE_BYTES >> 20} MiB: {squeeze.skipped} of its {squeeze.total} plain "
+            f"chromium_event records (timeline spans without compile id or stack, lines {squeeze.first}-"
+            f"{squeeze.last}) were counted, not kept; the first and last {squeeze.keep} and every other record "
+            f"were kept (events, artifacts and chromium lack the skipped ones)"),
+            squeeze.skipped)
+    return idx
 
 
 def _of_file(values: list[Any], dtype: PolarsDataType) -> pl.Expr:
@@ -498,20 +518,21 @@ def _build(idx: pl.DataFrame, files: list[_File], thorough: bool) -> dict[str, p
     base = hdr.select(pl.exclude("json_text")).with_columns(session=session, md5_ok=md5_ok,
                                                          compile_id=_display_compile_id())
     del hdr, md5_ok, session
+    stack, stacks = _stack_rows(base, stack_of, files)
     text = _strings_of(base)
     events = base.select(
         _of_file([f.run_id for f in files], pl.String).alias("run_id"),
         _of_file([f.shown for f in files], pl.String).alias("path"), "lineno",
         pl.coalesce("rank", "rank_prefix", _of_file([f.rank for f in files], pl.Int32)).alias("rank"),
         pl.lit(text["level"]), "time", "pid", pl.lit(text["src"]), pl.lit(text["event"]), "compile_id",
-        "session", pl.lit(text["name"]), pl.lit(text["encoding"]),
+        "session", pl.lit(stack), pl.lit(text["name"]), pl.lit(text["encoding"]),
         pl.col("pay_start").alias("payload_offset"), (pl.col("pay_end") - pl.col("pay_start")).alias("payload_length"),
         pl.col("pay_lines").alias("payload_lines"), "md5", "md5_ok", FILE,
     )
     keys = base.select(FILE, "session", "stack_hash", "lineno", "rank", "compile_id", "event", "name", "offset",
                        "width", "looks_complete")
     # the index columns that no frame shares are freed before the JSON decoding of the compile rows (~1 s per GB,
-    # little allocation), which gives the allocator time to return them before the stacks are built
+    # little allocation), which gives the allocator time to return them before the artifacts are built
     del text, base
     out = {}
     compiles = _compiles(keys, files, stack_of)
@@ -520,9 +541,8 @@ def _build(idx: pl.DataFrame, files: list[_File], thorough: bool) -> dict[str, p
     out["artifacts"] = events.select(
         "run_id", "path", "lineno", "rank", "session", "event", "name", "encoding", "payload_offset",
         "payload_length", "md5_ok", FILE).filter(has_payload)
-    del events
-    out["stacks"] = _stack_rows(keys, stack_of, files)
-    del keys
+    del events, keys
+    out["stacks"] = stacks
     if compiles.height:
         out["compiles"] = compiles
     return out
@@ -654,38 +674,36 @@ def _sessions(hdr: pl.DataFrame, stack_of: dict[tuple[int, int], tuple[Any, ...]
 
 
 def _stack_rows(base: pl.DataFrame, stack_of: dict[tuple[int, int], tuple[Any, ...]], files: list[_File]
-                ) -> pl.DataFrame:
-    """One set of frames per distinct stack per session: ``lineno`` of the first record that logged it, ``records``
-    = how many records of the session logged it.
+                ) -> tuple[pl.Series, pl.DataFrame]:
+    """Interned stacks: the id of each record's stack (column ``stack`` of ``events``: the position of the stack
+    among its file's distinct decoded stacks, in order of first appearance; null without one), and the frame
+    ``stacks``: one set of frames per distinct stack per file, with ``lineno`` of the first record that logged it and
+    ``records`` = how many records of the file logged it. A stack repeated by every compile of a long log (a few
+    dozen distinct stacks per GB) is stored once, not once per session."""
+    keys = pl.DataFrame({FILE: [f for f, _ in stack_of], "stack_hash": [h for _, h in stack_of]},
+                        schema={FILE: pl.Int32, "stack_hash": pl.UInt64})
+    keys = keys.with_columns(stack=pl.int_range(pl.len(), dtype=pl.Int32).over(FILE))
+    ids = base.select(FILE, "stack_hash").join(keys, on=[FILE, "stack_hash"], how="left",
+                                                 maintain_order="left")["stack"]
+    uses = (
+        base.select(FILE, "lineno").with_columns(ids).filter(pl.col("stack").is_not_null())
+        .group_by(FILE, "stack").agg(pl.col("lineno").min(), records=pl.len().cast(pl.Int32)).sort(FILE, "stack")
+    )
+    frames_of = list(stack_of.values())
+    first = dict(zip(*keys.select(FILE, pl.int_range(pl.len(), dtype=pl.Int32).alias("at")).filter(
+        pl.col(FILE).is_first_distinct()).get_columns()))  # file -> position of its first stack in stack_of
+    rows = [(f, lineno, stack, records, fr.depth, fr.filename, fr.line, fr.function, fr.code, fr.is_user)
+            for f, stack, lineno, records in uses.iter_rows() for fr in frames_of[first[f] + stack][0]]
+    table = pl.DataFrame(rows, orient="row", schema={
+        FILE: pl.Int32, "lineno": pl.Int64, "stack": pl.Int32, "records": pl.Int32, "depth": pl.Int32,
+        "filename": pl.String, "line": pl.Int32, "function": pl.String, "code": pl.String, "is_user": pl.Boolean})
+    out = table.select(_of_file([f.run_id for f in files], pl.String).alias("run_id"),
+                       _of_file([f.shown for f in files], pl.String).alias("path"), "lineno", "stack", "records",
+                       "depth", "filename", "line", "function", "code", "is_user", FILE)
+    return ids, out
 
-    Built by two gathers (pair rows repeated, table rows in runs) rather than a join: the result is ~2 M rows
-    per GB of log, and a join's intermediates are as large again."""
-    table = pl.DataFrame(
-        [{"depth": f.depth, "filename": f.filename, "line": f.line, "function": f.function, "code": f.code,
-          "is_user": f.is_user} for frames, _, _ in stack_of.values() for f in frames],
-        schema={"depth": pl.Int32, "filename": pl.String, "line": pl.Int32, "function": pl.String,
-                "code": pl.String, "is_user": pl.Boolean},
-    )
-    where: dict[str, list[int]] = {FILE: [], "stack_hash": [], "start": [], "n": []}
-    at = 0
-    for (f, key), (frames, _, _) in stack_of.items():
-        for col, value in ((FILE, f), ("stack_hash", key), ("start", at), ("n", len(frames))):
-            where[col].append(value)
-        at += len(frames)
-    lookup = pl.DataFrame(where, schema={FILE: pl.Int32, "stack_hash": pl.UInt64, "start": pl.UInt32, "n": pl.UInt32})
-    firsts = (
-        base.select(FILE, "session", "stack_hash", "lineno").filter(pl.col("stack_hash").is_not_null())
-        .group_by([FILE, "session", "stack_hash"], maintain_order=True)
-        .agg(pl.col("lineno").first(), records=pl.len().cast(pl.Int32))
-        .join(lookup, on=[FILE, "stack_hash"], how="inner", maintain_order="left")  # stacks that decoded
-        .filter(pl.col("n") > 0)  # (a stack without frames has no rows; explode would give it a null)
-    )
-    pair = firsts.select(pl.int_range(pl.len(), dtype=pl.UInt32).repeat_by("n").explode())["literal"]
-    rows = firsts.select(pl.int_ranges("start", pl.col("start") + pl.col("n"), dtype=pl.UInt32).explode())["start"]
-    out = firsts.select(FILE, "lineno", "session", "records")[pair].hstack(table[rows].get_columns())
-    return out.select(_of_file([f.run_id for f in files], pl.String).alias("run_id"),
-                      _of_file([f.shown for f in files], pl.String).alias("path"), "lineno", "session", "records",
-                      "depth", "filename", "line", "function", "code", "is_user", FILE)
+
+COMPILE_ROWS = 2048  # compile rows (dicts of decoded metrics) held as Python objects before they become a frame
 
 
 def _compiles(base: pl.DataFrame, files: list[_File], stack_of: dict[tuple[int, int], tuple[Any, ...]]
@@ -712,7 +730,8 @@ def _compiles(base: pl.DataFrame, files: list[_File], stack_of: dict[tuple[int, 
         )
         .filter("substantive")  # sessions of only interning / timeline records: no compile happened there
     )
-    rows = []
+    rows: list[dict[str, Any]] = []
+    parts: list[pl.DataFrame] = []  # rows as frames, COMPILE_ROWS at a time: a row dict costs ~4 KB
     for s in per.iter_rows(named=True):
         f, session = files[s[FILE]], s["session"]
         calls = [stack_of[s[FILE], t][1:] for t in s["stacks"] if (s[FILE], t) in stack_of]
@@ -750,7 +769,12 @@ def _compiles(base: pl.DataFrame, files: list[_File], stack_of: dict[tuple[int, 
                            f"{s['last_lineno']} (process killed or crashed mid-compile?)")
         row[FILE] = s[FILE]
         rows.append(row)
-    if not rows:
+        if len(rows) == COMPILE_ROWS:
+            parts.append(pl.DataFrame(rows, infer_schema_length=None))
+            rows = []
+    if rows:
+        parts.append(pl.DataFrame(rows, infer_schema_length=None))
+    if not parts:
         return pl.DataFrame()
-    # each row conformed as its file's own frame would be (column types inferred over the rows of all files)
-    return conform("compiles", pl.DataFrame(rows, infer_schema_length=None))
+    # each row conformed as its file's own frame would be (column types: the supertype over the rows of all files)
+    return conform("compiles", parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed"))

@@ -149,19 +149,29 @@ def test_morsel_offsets_need_contiguous_complete_morsels():
     assert m.offsets(hdr) is None
 
 
-@pytest.mark.parametrize("case", ["two_rank", "missing_kwarg_at_call"])  # (the latter: a stack logged twice)
-def test_stacks_one_set_per_distinct_stack_per_session(case):
-    folder = CASES / case / "trace"
-    st = read(folder)["stacks"]
-    sets = st.group_by("path", "session", "lineno", maintain_order=True).agg(
-        pl.col("records").unique(), pl.col("depth"), pl.col("filename"), pl.col("line"))
+@pytest.mark.parametrize("case", ["two_rank", "missing_kwarg_at_call", "two_aoti"])
+def test_stacks_interned_one_set_per_distinct_stack_per_file(case):
+    # missing_kwarg_at_call logs a stack twice; two_aoti logs the same stacks in two sessions
+    folder = CASES / case / "trace" if (CASES / case).exists() else ROOT / "fixtures" / "traces" / case / "trace"
+    frames = read(folder)
+    st, ev = frames["stacks"], frames["events"]
+    sets = st.group_by("path", "stack", maintain_order=True).agg(
+        pl.col("records").unique(), pl.col("lineno").unique(), pl.col("depth"), pl.col("filename"), pl.col("line"))
     assert sets["records"].list.len().eq(1).all() and sets["records"].list.first().min() >= 1
     assert all(d == list(range(len(d))) for d in sets["depth"].to_list())  # outermost first, complete
-    # a stack appears once per session, and the counts add up to the records that logged a stack
-    assert sets.select("path", "session", "filename", "line").is_unique().all()
+    # ids 0.. per file in order of first appearance (one set of frames each)
+    for _, ids, firsts in sets.group_by("path", maintain_order=True).agg(
+            pl.col("stack"), pl.col("lineno").list.first()).iter_rows():
+        assert ids == list(range(len(ids))) and firsts == sorted(firsts)
+    # events.stack names the stack of every record that logged one: counts and first lines agree
+    uses = ev.filter(pl.col("stack").is_not_null()).group_by("path", "stack", maintain_order=True).agg(
+        pl.len().alias("n"), pl.col("lineno").first())
+    got = sets.select("path", "stack", pl.col("records").list.first().alias("n"),
+                      pl.col("lineno").list.first().cast(pl.Int64))
+    assert got.sort("path", "stack").equals(uses.with_columns(pl.col("n").cast(pl.Int32)).sort("path", "stack"))
     logged = sum(sum(1 for line in p.read_bytes().split(b"\n") if b'"stack": [' in line and not line.startswith(b"\t"))
                  for p in traces(folder))
-    assert sets["records"].list.first().sum() == logged
+    assert uses["n"].sum() == logged
 
 
 def test_cheap_mode_checks_only_the_last_payload():
