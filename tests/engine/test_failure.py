@@ -114,6 +114,15 @@ def test_exception_type_and_wrappers_place_the_phase(text, phase):
     # a test harness label in front of vLLM's process tag (blind round 10)
     ("[test 1] (EngineCore pid=2328) torch._inductor.exc.InductorError: AssertionError:\n",
      "torch._inductor.exc.InductorError: AssertionError:"),
+    # vLLM's worker tag with the worker's rank, then vLLM's logging header (blind round 18, ROCm/vllm#390)
+    ("(VllmWorker rank=1 pid=6482) ERROR 07-10 15:02:03 [multiproc_executor.py:522] RuntimeError: torch._scaled_mm "
+     "is only supported on CUDA devices with compute capability >= 9.0 or 8.9, or ROCm MI300+\n",
+     "RuntimeError: torch._scaled_mm is only supported on CUDA devices with compute capability >= 9.0 or 8.9, or "
+     "ROCm MI300+"),
+    # vLLM before 0.8: the logging header names the file without brackets (blind round 18, vllm#17018)
+    ("(VllmWorkerProcess pid=802) ERROR 04-23 00:04:19 multiproc_worker_utils.py:240] torch._dynamo.exc."
+     "BackendCompilerFailed: backend='inductor' raised:\n",
+     "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:"),
     # a box-drawing gutter and pytest's 'E' (blind round 8)
     (" \u2502 E       RuntimeError: Triton only support CUDA 10.0 or higher, but got CUDA version: 12.8\n",
      "RuntimeError: Triton only support CUDA 10.0 or higher, but got CUDA version: 12.8"),
