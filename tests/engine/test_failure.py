@@ -349,3 +349,18 @@ def test_run_that_times_out_exits_nonzero(tmp_path):
                sys.executable, "-c", "import time; time.sleep(30)")
     assert res.returncode == 1, res.stdout + res.stderr
     assert "No problem found" not in res.stdout and "timed out" in res.stdout
+
+
+@pytest.mark.parametrize("footer", [
+    'Set TORCH_LOGS="+dynamo" and TORCHDYNAMO_VERBOSE=1 for more information',
+    # torch 2.0's footer (huggingface/diffusers#3933, fixtures/public/blind18)
+    "Set torch._dynamo.config.verbose=True for more information",
+])
+def test_dynamo_footer_without_its_exception_line_is_a_failure(footer):
+    """The tail of a Dynamo error (its message, 'from user code:' and the footer), pasted without 'Type: message':
+    the run failed, and the paragraph above the frames is what failed."""
+    text = ("in skipfiles: Logger.info  | info /usr/lib/python3.9/logging/__init__.py\n\nfrom user code:\n"
+            '   File "/x/unet_2d_condition.py", line 730, in forward\n'
+            '    logger.info("Forward upsample size to force interpolation output size.")\n\n' + footer + "\n")
+    row = failure(text)
+    assert row is not None and row["what"].startswith("in skipfiles: Logger.info")

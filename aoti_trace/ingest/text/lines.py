@@ -126,6 +126,8 @@ PATTERNS: dict[str, str] = {
     # 'Type: message' line was not posted
     "torch_footer": (
         r"^Set TORCH_LOGS=\\?\"\+dynamo\\?\" and TORCHDYNAMO_VERBOSE=1 for more information"
+        # torch 2.0's form of the same footer
+        r"|^Set torch\._dynamo\.config\.verbose=True for more information"
         r"|^You can suppress this exception and fall back to eager by setting:"
         r"|^The error above occurred when calling torch\.export\.export"
     ),
