@@ -136,8 +136,12 @@ def failures_frame(frames: Frames, catalogue: bool = True) -> pl.DataFrame:
         line = pl.col("_line")
         # the line as written: its decoration and message, or the log's own line where ingest rewrote the message
         # ("<class 'T'>: m", IPython's traceback lines)
-        raw = (pl.when(pl.col("raw").str.contains(pl.col("text"), literal=True).fill_null(True))
-               .then(pl.concat_str([pl.col("prefix").fill_null(""), pl.col("text")])).otherwise(pl.col("raw")))
+        # (the decoration with its own separator, as aoti_trace.engine.cited.as_written cites a line)
+        written = (pl.col("prefix").is_not_null() & pl.col("raw").str.ends_with(pl.col("text")).fill_null(False)
+                   & ~pl.col("raw").str.contains("\r", literal=True).fill_null(True))
+        raw = (pl.when((~pl.col("raw").str.contains(pl.col("text"), literal=True)).fill_null(False)
+                       | written).then(pl.col("raw"))
+               .otherwise(pl.concat_str([pl.col("prefix").fill_null(""), pl.col("text")])))
         found = (found.join(lines.select("run_id", "path", "lineno", raw.alias("_line")),
                             on=["run_id", "path", "lineno"], how="left", nulls_equal=False)
                  .with_columns(pl.coalesce(
