@@ -364,3 +364,10 @@ def test_dynamo_footer_without_its_exception_line_is_a_failure(footer):
             '    logger.info("Forward upsample size to force interpolation output size.")\n\n' + footer + "\n")
     row = failure(text)
     assert row is not None and row["what"].startswith("in skipfiles: Logger.info")
+
+
+def test_size_stride_assert_after_other_text_is_a_failure():
+    # assert_size_stride's message pasted after GitHub search-box text (unslothai/unsloth#3900, fixtures/public/blind18)
+    row = failure("is:issue state:open AssertionError: expected size 2==2, stride 3684352==3236401 at dim=0; expected "
+                  "size 1799==1799, stride 2048==1799 at dim=1;\n")
+    assert row is not None and "AssertionError: expected size 2==2" in row["what"]

@@ -160,9 +160,12 @@ PATTERNS: dict[str, str] = {
     # a line torch prints only on the way to raising, when the exception itself may be missing from a short paste:
     # the ShapeEnv recorder's error log of an event that raised ('failed while running evaluate_expr(*(s0 >= 0,
     # True), ...)', torch/fx/experimental/recording.py, logged and re-raised); nn.Module's NotImplementedError for an
-    # object without forward ('Module [YOLO] is missing the required "forward" function'), pasted without its type
+    # object without forward ('Module [YOLO] is missing the required "forward" function'), pasted without its type;
+    # Inductor's assert_size_stride check (torch/csrc/dynamo/guards.cpp: 'AssertionError: expected size 2==2, stride
+    # 3684352==3236401 at dim=0'), a message no other code prints, wherever a paste put it on the line
     "raised_report": (r"^failed while running \w+\(\*"
-                      r'|^Module \[[\w.]+\] is missing the required "forward" function'),
+                      r'|^Module \[[\w.]+\] is missing the required "forward" function'
+                      r"|AssertionError: expected size \d+==\d+, stride \d+==\d+ at dim=\d+"),
     # ExecuTorch's ET_CHECK failing (it aborts the process): 'In function CheckOk(), assert failed: hasValue_'
     "et_check": r"^In function \w+\(\), assert failed",
     # a CI runner's closing line for a failed step (GitHub Actions): an exit status, not the error itself
