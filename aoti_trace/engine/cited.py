@@ -24,11 +24,18 @@ def as_written(prefix: str | None, text: str | None, raw: str | None, limit: int
     message = text or ""
     if isinstance(raw, str) and message not in raw:
         return raw[:limit]
+    return decoration(prefix, message, raw) + message[:limit]
+
+
+def decoration(prefix: str | None, text: str | None, raw: str | None) -> str:
+    """The decoration of a line as written: with its own separator where the log has one (``raw`` ends with the
+    message and no carriage return overwrote part of it), else ``prefix``. An indent that the whole log shares
+    (a pasted log indented as a block) is not part of it."""
+    message = text or ""
     if prefix and isinstance(raw, str) and raw.endswith(message) and "\r" not in raw:
-        head = raw[:len(raw) - len(message)]  # the decoration with its own separator
-    else:
-        head = prefix or ""
-    return head + message[:limit]
+        head = raw[:len(raw) - len(message)]
+        return head if prefix[:1].isspace() else head.lstrip()
+    return prefix or ""
 
 
 def continuation_as_written(lines: pl.DataFrame, run_id: str, path: str, after: int, rank: int | None,

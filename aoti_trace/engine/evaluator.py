@@ -15,7 +15,7 @@ from typing import Any, Iterable
 import polars as pl
 
 from aoti_trace.engine import query
-from aoti_trace.engine.cited import as_written, continuation_as_written
+from aoti_trace.engine.cited import as_written, continuation_as_written, decoration
 from aoti_trace.engine.failure_rules import FAILURE_RULES, describe, is_failure_rule
 from aoti_trace.engine.ruleset import RuleSet
 from aoti_trace.engine.rank import Ranked, rank
@@ -241,13 +241,16 @@ def _with_message_lines(ev: Evidence, frames: Frames, run_id: str) -> Evidence:
     more = [ln for ln in (message or "").splitlines()[1:] if ln.strip()][:MESSAGE_LINES - 1]
     if not more:
         return ev
+    extra = 0  # the cited line's decoration, not counted in MAX_EVIDENCE_TEXT
     if ev.source == "lines":  # the next lines as written too (their decoration: '[rank0]:   target: ...')
         cited = frames["lines"].filter((pl.col("run_id") == run_id) & (pl.col("path") == ev.path)
-                                       & (pl.col("lineno") == ev.line))
-        rank = cited.get_column("rank")[0] if cited.height else None
-        more = continuation_as_written(frames["lines"], run_id, ev.path, ev.line, rank, more, MAX_EVIDENCE_TEXT)
-    # the cited line is whole (its message clipped already); the lines below it share MAX_EVIDENCE_TEXT
-    return ev.model_copy(update={"text": ev.text + "\n" + "\n".join(more)[:MAX_EVIDENCE_TEXT]})
+                                       & (pl.col("lineno") == ev.line)).to_dicts()
+        if cited:
+            row = cited[0]
+            extra = len(decoration(row["prefix"], row["text"], row["raw"]))
+            more = continuation_as_written(frames["lines"], run_id, ev.path, ev.line, row["rank"], more,
+                                           MAX_EVIDENCE_TEXT)
+    return ev.model_copy(update={"text": "\n".join([ev.text, *more])[:MAX_EVIDENCE_TEXT + extra]})
 
 
 def _enclosing_exception(frames: Frames, run_id: str, row: dict[str, Any]) -> dict[str, Any] | None:

@@ -40,3 +40,10 @@ def test_message_lines_below_an_exception_are_cited_as_written(tmp_path: Path):
     primary = analyze([log]).primary
     assert primary is not None
     assert "\n[rank0]:   target: flex_attention_backward" in primary.evidence[0].text
+
+
+def test_an_indent_shared_by_the_whole_log_is_not_cited():
+    # a log pasted indented as a block (fixtures/public/torchchat_840_host_pointer): the glog header is the decoration
+    raw = "  [E520 19:20:12.156885067 shim_common.cpp:311] Exception in aoti_torch: x"
+    assert as_written("[E520 19:20:12.156885067 shim_common.cpp:311] ", "Exception in aoti_torch: x", raw, 500) \
+        == raw.lstrip()
