@@ -16,6 +16,7 @@ from typing import Any, Iterable
 import polars as pl
 
 from aoti_trace.engine import query
+from aoti_trace.engine.cited import as_written, continuation_as_written, decoration
 from aoti_trace.engine.failure_rules import FAILURE_RULES, describe, is_failure_rule
 from aoti_trace.engine.ruleset import RuleSet
 from aoti_trace.engine.rank import Ranked, rank
@@ -241,7 +242,16 @@ def _with_message_lines(ev: Evidence, frames: Frames, run_id: str) -> Evidence:
     more = [ln for ln in (message or "").splitlines()[1:] if ln.strip()][:MESSAGE_LINES - 1]
     if not more:
         return ev
-    return replace(ev, text="\n".join([ev.text, *more])[:MAX_EVIDENCE_TEXT])
+    extra = 0  # the cited line's decoration, not counted in MAX_EVIDENCE_TEXT
+    if ev.source == "lines":  # the next lines as written too (their decoration: '[rank0]:   target: ...')
+        cited = frames["lines"].filter((pl.col("run_id") == run_id) & (pl.col("path") == ev.path)
+                                       & (pl.col("lineno") == ev.line)).to_dicts()
+        if cited:
+            row = cited[0]
+            extra = len(decoration(row["prefix"], row["text"], row["raw"]))
+            more = continuation_as_written(frames["lines"], run_id, ev.path, ev.line, row["rank"], more,
+                                           MAX_EVIDENCE_TEXT)
+    return replace(ev, text="\n".join([ev.text, *more])[:MAX_EVIDENCE_TEXT + extra])
 
 
 def _enclosing_exception(frames: Frames, run_id: str, row: dict[str, Any]) -> dict[str, Any] | None:
@@ -339,11 +349,9 @@ def evidence_of(frame: str, row: dict[str, Any], leaf: Leaf | None) -> Evidence:
     own = leaf if (leaf is not None and leaf.column == column) else None
     text: str
     if frame == "lines":  # the line as written: its decoration (timestamp, CI or log header) and the message
-        text = str(row.get("prefix") or "") + str(row.get("text") or "")
-        raw = row.get("raw")
-        if isinstance(raw, str) and str(row.get("text") or "") not in raw:
-            text = raw  # ingest rewrote the message ("<class 'T'>: m", IPython's traceback lines): cite the log's own
-    elif frame == "exceptions":
+        text = as_written(row.get("prefix"), str(row.get("text") or ""), row.get("raw"), MAX_EVIDENCE_TEXT)
+        return Evidence(source=frame, path=row.get("path"), line=_lineno(row), text=text)
+    if frame == "exceptions":
         line = matching_line(row.get("message"), own)
         text = f"{row.get('exc_type')}: {line}" if row.get("exc_type") else line
     elif frame == "compiles":
@@ -372,9 +380,12 @@ def evidence_of(frame: str, row: dict[str, Any], leaf: Leaf | None) -> Evidence:
         text = str(row.get("detail") or "")
     else:
         text = str(row)
+    return Evidence(source=frame, path=row.get("path"), line=_lineno(row), text=text[:MAX_EVIDENCE_TEXT])
+
+
+def _lineno(row: dict[str, Any]) -> int | None:
     lineno = row.get("lineno")
-    return Evidence(source=frame, path=row.get("path"), line=lineno if isinstance(lineno, int) else None,
-                    text=text[:MAX_EVIDENCE_TEXT])
+    return lineno if isinstance(lineno, int) else None
 
 
 # ---------------------------------------------------------------------------------------------- fingerprint, rerun

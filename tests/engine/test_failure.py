@@ -114,6 +114,15 @@ def test_exception_type_and_wrappers_place_the_phase(text, phase):
     # a test harness label in front of vLLM's process tag (blind round 10)
     ("[test 1] (EngineCore pid=2328) torch._inductor.exc.InductorError: AssertionError:\n",
      "torch._inductor.exc.InductorError: AssertionError:"),
+    # vLLM's worker tag with the worker's rank, then vLLM's logging header (blind round 18, ROCm/vllm#390)
+    ("(VllmWorker rank=1 pid=6482) ERROR 07-10 15:02:03 [multiproc_executor.py:522] RuntimeError: torch._scaled_mm "
+     "is only supported on CUDA devices with compute capability >= 9.0 or 8.9, or ROCm MI300+\n",
+     "RuntimeError: torch._scaled_mm is only supported on CUDA devices with compute capability >= 9.0 or 8.9, or "
+     "ROCm MI300+"),
+    # vLLM before 0.8: the logging header names the file without brackets (blind round 18, vllm#17018)
+    ("(VllmWorkerProcess pid=802) ERROR 04-23 00:04:19 multiproc_worker_utils.py:240] torch._dynamo.exc."
+     "BackendCompilerFailed: backend='inductor' raised:\n",
+     "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:"),
     # a box-drawing gutter and pytest's 'E' (blind round 8)
     (" \u2502 E       RuntimeError: Triton only support CUDA 10.0 or higher, but got CUDA version: 12.8\n",
      "RuntimeError: Triton only support CUDA 10.0 or higher, but got CUDA version: 12.8"),
@@ -340,3 +349,25 @@ def test_run_that_times_out_exits_nonzero(tmp_path):
                sys.executable, "-c", "import time; time.sleep(30)")
     assert res.returncode == 1, res.stdout + res.stderr
     assert "No problem found" not in res.stdout and "timed out" in res.stdout
+
+
+@pytest.mark.parametrize("footer", [
+    'Set TORCH_LOGS="+dynamo" and TORCHDYNAMO_VERBOSE=1 for more information',
+    # torch 2.0's footer (huggingface/diffusers#3933, fixtures/public/blind18)
+    "Set torch._dynamo.config.verbose=True for more information",
+])
+def test_dynamo_footer_without_its_exception_line_is_a_failure(footer):
+    """The tail of a Dynamo error (its message, 'from user code:' and the footer), pasted without 'Type: message':
+    the run failed, and the paragraph above the frames is what failed."""
+    text = ("in skipfiles: Logger.info  | info /usr/lib/python3.9/logging/__init__.py\n\nfrom user code:\n"
+            '   File "/x/unet_2d_condition.py", line 730, in forward\n'
+            '    logger.info("Forward upsample size to force interpolation output size.")\n\n' + footer + "\n")
+    row = failure(text)
+    assert row is not None and row["what"].startswith("in skipfiles: Logger.info")
+
+
+def test_size_stride_assert_after_other_text_is_a_failure():
+    # assert_size_stride's message pasted after GitHub search-box text (unslothai/unsloth#3900, fixtures/public/blind18)
+    row = failure("is:issue state:open AssertionError: expected size 2==2, stride 3684352==3236401 at dim=0; expected "
+                  "size 1799==1799, stride 2048==1799 at dim=1;\n")
+    assert row is not None and "AssertionError: expected size 2==2" in row["what"]

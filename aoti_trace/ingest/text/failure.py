@@ -134,10 +134,16 @@ def failures_frame(frames: Frames, catalogue: bool = True) -> pl.DataFrame:
             found = found.with_columns(pl.lit(None, dtype=pl.String).alias(name))
     if lines.height:  # the log line as written, for evidence
         line = pl.col("_line")
-        # the line as written: its decoration and message, or the log's own line where ingest rewrote the message
-        # ("<class 'T'>: m", IPython's traceback lines)
-        raw = (pl.when(pl.col("raw").str.contains(pl.col("text"), literal=True).fill_null(True))
-               .then(pl.concat_str([pl.col("prefix").fill_null(""), pl.col("text")])).otherwise(pl.col("raw")))
+        # the line as written: its decoration (with its own separator, without an indent the whole log shares, as
+        # aoti_trace.engine.cited.as_written cites a line) and message, or the log's own line where ingest rewrote
+        # the message ("<class 'T'>: m", IPython's traceback lines)
+        written = (pl.col("prefix").is_not_null() & pl.col("raw").str.ends_with(pl.col("text")).fill_null(False)
+                   & ~pl.col("raw").str.contains("\r", literal=True).fill_null(True))
+        rewritten = (~pl.col("raw").str.contains(pl.col("text"), literal=True)).fill_null(False)
+        raw = (pl.when(rewritten).then(pl.col("raw"))
+               .when(written & pl.col("prefix").str.contains(r"^\s")).then(pl.col("raw"))
+               .when(written).then(pl.col("raw").str.strip_chars_start())
+               .otherwise(pl.concat_str([pl.col("prefix").fill_null(""), pl.col("text")])))
         found = (found.join(lines.select("run_id", "path", "lineno", raw.alias("_line")),
                             on=["run_id", "path", "lineno"], how="left", nulls_equal=False)
                  .with_columns(pl.coalesce(

@@ -33,7 +33,8 @@ from aoti_trace.ingest.text.faults import ANDROID_SIGNAL, LIBCXX_TERMINATE, SHEL
 
 # ---------------------------------------------------------------------------------------------- line cleanup
 ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
-RANK_IN_PREFIX = r"\[(?:rank|default)(\d+)\]:"
+# the rank a decoration names: torchrun's '[rank3]:' / '[default3]:', vLLM's worker tag '(VllmWorker rank=3 pid=N) '
+RANK_IN_PREFIX = r"(?:\[(?:rank|default)|\((?:[\w.]+ )?rank=)(\d+)(?:\]:| )"
 # Decorations that CI systems, launchers and logging frameworks put before a line; any chain of them is removed
 # (``lines.prefix`` keeps it). One token each, with its own separator where it has one:
 DECORATIONS: dict[str, str] = {
@@ -43,16 +44,19 @@ DECORATIONS: dict[str, str] = {
     "clock": r"\[\d\d:\d\d:\d\d(?:[.,]\d+)?\]:? ?",
     "ci": r"##\[(?:error|warning|notice|debug|info|group|endgroup|section|command)\]",
     "rank": r"\[(?:rank|default)\d+\]:",
-    # Ray's and vLLM's process tag ('(EngineCore pid=2328) '), also behind a test harness label ('[test 1] ')
-    "ray": r"(?:\[[A-Za-z][\w -]{0,20}\] )?\((?:[\w.]+ )?pid=\d+(?:, ip=[\d.]+)?\) ",
+    # Ray's and vLLM's process tag ('(EngineCore pid=2328) ', '(RayWorkerWrapper pid=7, ip=10.0.0.2) ', vLLM's
+    # '(VllmWorker rank=1 pid=6482) ' with the worker's rank), also behind a test harness label ('[test 1] ')
+    "ray": r"(?:\[[A-Za-z][\w -]{0,20}\] )?\((?:[\w.]+ )?(?:rank=\d+ )?pid=\d+(?:, ip=[\d.]+)?\) ",
     "mpirun": r"\[\d+,\d+\]<(?:stdout|stderr)>: ?",
     # Python logging: 'ERROR:root:', '[ERROR] ', 'root - ERROR - ', loguru 'ERROR    | mod:fn:12 - '
     "logging": (r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL):[\w.<>-]*:"
                 r"|\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\] ?"
                 r"|[\w.]+ - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
                 r"|(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) +\| [\w.<>]+:[\w<>]+:\d+ - "
-                # vLLM / SGLang: 'ERROR 07-23 07:21:49 [core.py:586] '
-                r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]\s]+\] "
+                # vLLM / SGLang: 'ERROR 07-23 07:21:49 [core.py:586] ', vLLM before 0.8 'ERROR 04-23 00:04:19
+                # multiproc_worker_utils.py:240] ' (a line that is blank after it keeps no trailing space)
+                r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?"
+                r" (?:\[[^\]\s]+\] ?|[\w.-]+\.py:\d+\] ?)"
                 # a C++ logger's '[20:26:00 /src/main.cpp:51] '
                 r"|\[\d\d:\d\d:\d\d(?:\.\d+)? [^\]\s]+:\d+\] "
                 # ExecuTorch's ET_LOG: '[method.cpp:66] '
@@ -122,6 +126,8 @@ PATTERNS: dict[str, str] = {
     # 'Type: message' line was not posted
     "torch_footer": (
         r"^Set TORCH_LOGS=\\?\"\+dynamo\\?\" and TORCHDYNAMO_VERBOSE=1 for more information"
+        # torch 2.0's form of the same footer
+        r"|^Set torch\._dynamo\.config\.verbose=True for more information"
         r"|^You can suppress this exception and fall back to eager by setting:"
         r"|^The error above occurred when calling torch\.export\.export"
     ),
@@ -154,9 +160,12 @@ PATTERNS: dict[str, str] = {
     # a line torch prints only on the way to raising, when the exception itself may be missing from a short paste:
     # the ShapeEnv recorder's error log of an event that raised ('failed while running evaluate_expr(*(s0 >= 0,
     # True), ...)', torch/fx/experimental/recording.py, logged and re-raised); nn.Module's NotImplementedError for an
-    # object without forward ('Module [YOLO] is missing the required "forward" function'), pasted without its type
+    # object without forward ('Module [YOLO] is missing the required "forward" function'), pasted without its type;
+    # Inductor's assert_size_stride check (torch/csrc/dynamo/guards.cpp: 'AssertionError: expected size 2==2, stride
+    # 3684352==3236401 at dim=0'), a message no other code prints, wherever a paste put it on the line
     "raised_report": (r"^failed while running \w+\(\*"
-                      r'|^Module \[[\w.]+\] is missing the required "forward" function'),
+                      r'|^Module \[[\w.]+\] is missing the required "forward" function'
+                      r"|AssertionError: expected size \d+==\d+, stride \d+==\d+ at dim=\d+"),
     # ExecuTorch's ET_CHECK failing (it aborts the process): 'In function CheckOk(), assert failed: hasValue_'
     "et_check": r"^In function \w+\(\), assert failed",
     # a CI runner's closing line for a failed step (GitHub Actions): an exit status, not the error itself

@@ -198,6 +198,21 @@ def test_rank_prefix_and_torchrun_failure():
     assert "Root Cause (first observed failure):" in ex["message"][2]
 
 
+def test_vllm_worker_tags_give_the_rank():
+    """vLLM's multiprocess workers tag each line with their rank (ROCm/vllm#390, fixtures/public/blind18): the tag
+    and the logging header after it are removed, and each rank's lines classify on their own."""
+    log = ("(VllmWorker rank=1 pid=6482) ERROR 07-10 15:02:03 [multiproc_executor.py:522]     extern_kernels._scaled_mm("
+           "buf0, arg4_1)\n"
+           "(VllmWorker rank=0 pid=6481) ERROR 07-10 15:02:03 [multiproc_executor.py:522] Traceback (most recent call "
+           "last):\n"
+           "(VllmWorker rank=1 pid=6482) ERROR 07-10 15:02:03 [multiproc_executor.py:522] RuntimeError: torch._scaled_mm "
+           "is only supported on CUDA devices with compute capability >= 9.0 or 8.9, or ROCm MI300+\n")
+    lines = read_text_bytes(log.encode(), "stderr", "v")["lines"]
+    assert lines["rank"].to_list() == [1, 0, 1]
+    assert lines["kind"].to_list() == ["plain", "traceback", "exception"]  # rank 1: not inside rank 0's traceback
+    assert lines["text"][2].startswith("RuntimeError: torch._scaled_mm")
+
+
 def test_interleaved_ranks_classify_as_if_alone():
     """Interleave the real rank-0 and rank-1 lines one by one (derived from the real capture)."""
     raw = (DATA / "ranks_tee.stderr.txt").read_bytes().splitlines(keepends=True)
