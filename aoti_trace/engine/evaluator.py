@@ -185,7 +185,7 @@ def _finding(
     evidence = [_with_message_lines(evidence_of(pred.frame, row, leaf), frames, run_id)]
     context = _enclosing_exception(frames, run_id, row) if pred.frame == "lines" else None
     if context is not None:
-        evidence.append(evidence_of("exceptions", context, None))
+        evidence.append(_exception_as_written(evidence_of("exceptions", context, None), frames, run_id))
     seen = {(pred.frame, row.get(query.ROW))}
     for other in cr.positives:  # the rows of the rule's other positive predicates
         if len(evidence) >= MAX_EVIDENCE:
@@ -194,7 +194,7 @@ def _finding(
             continue
         hits = last_rows.get(other, run_id)
         if hits and (other.frame, hits[0].get(query.ROW)) not in seen:
-            evidence.append(evidence_of(other.frame, hits[0], other.leaf))
+            evidence.append(_exception_as_written(evidence_of(other.frame, hits[0], other.leaf), frames, run_id))
             seen.add((other.frame, hits[0].get(query.ROW)))
     finding = Finding(
         run_id=run_id,
@@ -239,7 +239,11 @@ def _with_message_lines(ev: Evidence, frames: Frames, run_id: str) -> Evidence:
         if hit is None:
             return ev
         message = hit["message"]
-    more = [ln for ln in (message or "").splitlines()[1:] if ln.strip()][:MESSAGE_LINES - 1]
+    parts = (message or "").splitlines()
+    # the message's first line is on the exception line, unless that line ends at its type ('SpecViolationError:'
+    # and the message below it): then every line of the message is a next line
+    first = 1 if parts and parts[0].strip() and parts[0].strip() in ev.text else 0
+    more = [ln for ln in parts[first:] if ln.strip()][:MESSAGE_LINES - 1]
     if not more:
         return ev
     extra = 0  # the cited line's decoration, not counted in MAX_EVIDENCE_TEXT
@@ -252,6 +256,20 @@ def _with_message_lines(ev: Evidence, frames: Frames, run_id: str) -> Evidence:
             more = continuation_as_written(frames["lines"], run_id, ev.path, ev.line, row["rank"], more,
                                            MAX_EVIDENCE_TEXT)
     return replace(ev, text="\n".join([ev.text, *more])[:MAX_EVIDENCE_TEXT + extra])
+
+
+def _exception_as_written(ev: Evidence, frames: Frames, run_id: str) -> Evidence:
+    """An ``exceptions`` row's evidence (``Type: message line``) as the log wrote its exception line, where the
+    evidence is that line: its decoration, and the log's own form where ingest rewrote it (``<class 'T'>: m``,
+    IPython's traceback lines). Evidence from a later line of the message is left as it is."""
+    if ev.source != "exceptions" or ev.line is None or ev.path is None:
+        return ev
+    cited = frames["lines"].filter((pl.col("run_id") == run_id) & (pl.col("path") == ev.path)
+                                   & (pl.col("lineno") == ev.line)).head(1).to_dicts()
+    if not cited or (cited[0]["text"] or "").strip() != ev.text.strip():
+        return ev
+    row = cited[0]
+    return replace(ev, text=as_written(row["prefix"], row["text"], row["raw"], MAX_EVIDENCE_TEXT))
 
 
 def _enclosing_exception(frames: Frames, run_id: str, row: dict[str, Any]) -> dict[str, Any] | None:

@@ -24,6 +24,8 @@ Registered:
 * ``device_mismatch`` -> :func:`device_names`: names a numeric device type (``but got: 14`` is meta) and states
   the compile device (``compiles.device_key`` from the trace, else the package's ``AOTI_DEVICE_KEY``).
 * ``dtype_mismatch`` -> :func:`dtype_names`: names a numeric ScalarType (``but got: 7`` is float64).
+* ``cpp_compile_error``, ``environment`` -> :func:`aoti_trace.engine.compiler_errors.first_compiler_error`: the
+  compiler's first error line, cited with a build failure reported at its wrapping exception or a later error.
 * ``deprecated_api`` -> :func:`deprecated_call_site`: the user line that called ``torch._export.aot_compile``
   (``compiles.user_frame`` + the ``stacks`` source text) and the ``aoti_compile_and_package`` rewrite of that line.
 """
@@ -37,12 +39,15 @@ from typing import Any, Callable
 import polars as pl
 
 from aoti_trace.engine import query
+from aoti_trace.engine.compiler_errors import first_compiler_error
 from aoti_trace.model.findings import Evidence, Finding
 from aoti_trace.model.frames import Frames
 from aoti_trace.ingest.code import CODE_ARTIFACTS, MAX_CODE_ARTIFACTS
 
 Reasoner = Callable[[Finding, Frames], Finding]
-REASONERS: dict[str, list[Reasoner]] = {}
+REASONERS: dict[str, list[Reasoner]] = {
+    "cpp_compile_error": [first_compiler_error], "environment": [first_compiler_error],
+}
 
 
 def reasoner(*families: str) -> Callable[[Reasoner], Reasoner]:

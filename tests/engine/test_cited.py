@@ -47,3 +47,68 @@ def test_an_indent_shared_by_the_whole_log_is_not_cited():
     raw = "  [E520 19:20:12.156885067 shim_common.cpp:311] Exception in aoti_torch: x"
     assert as_written("[E520 19:20:12.156885067 shim_common.cpp:311] ", "Exception in aoti_torch: x", raw, 500) \
         == raw.lstrip()
+
+
+def _primary_evidence(tmp_path: Path, text: str) -> list[str]:
+    log = tmp_path / "stderr.txt"
+    log.write_text(text)
+    primary = analyze([log]).primary
+    assert primary is not None
+    return [e.text for e in primary.evidence]
+
+
+def test_a_logged_record_continues_on_lines_with_its_own_header(tmp_path: Path):
+    # pytorch/pytorch#127693 (fixtures/public/blind19/pytorch_pr127693_constraint_violation_dx): torch's log formatter
+    # writes the record's header on every line; the next record (another header) is not part of the message
+    head = "E0607 06:26:14.084000 140011261854720 torch/_guards.py:261] [0/0] "
+    evidence = _primary_evidence(tmp_path, (
+        f"{head}torch.fx.experimental.symbolic_shapes.ConstraintViolationError: Constraints violated (dx)! For more "
+        "information, run with TORCH_LOGS=\"+dynamic\".\n"
+        f"{head}  - Not all values of dx = L['x'].size()[0] in the specified range dx <= 9223372036854775806 satisfy "
+        "the generated guard Ne(Mod(L['x'].size()[0], L['x'].size()[0] - 1), 0).\n"
+        "E0607 06:26:14.086000 140011261854720 torch/_guards.py:263] [0/0] Created at:\n"))
+    assert "satisfy the generated guard Ne(Mod(L['x'].size()[0], L['x'].size()[0] - 1), 0)." in evidence[0]
+    assert "Created at:" not in evidence[0]
+
+
+def test_a_message_that_starts_below_its_exception_line_is_cited(tmp_path: Path):
+    # pytorch/pytorch#158113 (fixtures/public/blind19/pytorch_158113_executorch_core_aten_uniform)
+    evidence = _primary_evidence(tmp_path, (
+        "torch._export.verifier.SpecViolationError:\n"
+        "Operator torch._ops.aten.uniform.default is not in Core ATen opset "
+        "(https://pytorch.org/docs/stable/torch.compiler_ir.html#core-aten-ir).\"\n"))
+    assert evidence[0].startswith("torch._export.verifier.SpecViolationError:\nOperator torch._ops.aten.uniform")
+
+
+def test_an_exception_cited_from_the_exceptions_frame_is_the_line_as_written(tmp_path: Path):
+    # ChaoningZhang/MobileSAM#176 (fixtures/public/blind19/MobileSAM_176_export_data_dependent_slice): the ONNX
+    # exporter's summary writes the type as '<class ...>', which ingest rewrites to the qualified name
+    evidence = _primary_evidence(tmp_path, (
+        "<class 'torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode'>: Could not extract specialized "
+        "integer from data-dependent expression u0 (unhinted: u0).  (Size-like symbols: none)\n\n"
+        "The error above occurred when calling torch.export.export. If you would like to view some more information "
+        "about this error, and get a list of all other errors that may occur in your export call, you can replace "
+        "your `export()` call with `draft_export()`.\n"))
+    assert any(e.startswith("<class 'torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode'>: Could not")
+               for e in evidence)
+
+
+def test_the_compilers_first_error_is_cited(tmp_path: Path):
+    # pytorch/pytorch#186369 (fixtures/public/blind19/pytorch_186369_mps_metal_selfref_auto): the finding is the
+    # wrapping InductorError; the Metal compiler's error above it is cited too
+    evidence = _primary_evidence(tmp_path, (
+        "error: variable 'tmp_scoped_0' declared with deduced type 'auto' cannot appear in its own initializer\n"
+        "            auto tmp_scoped_0 = static_cast<int>(tmp_scoped_0);\n"
+        "                                                 ^\n"
+        "torch._inductor.exc.InductorError: SyntaxError: failed to compile ...\n"))
+    assert "error: variable 'tmp_scoped_0' declared with deduced type 'auto' cannot appear in its own initializer" \
+        in evidence
+    # pytorch/pytorch#93196 (fixtures/public/blind19/pytorch_93196_macos_clang_fopenmp): anchored at a later error of
+    # the block, the block's first error is cited too
+    evidence = _primary_evidence(tmp_path, (
+        "Output:\n"
+        "clang: error: the clang compiler does not support '-march=native'\n"
+        "clang: error: unsupported option '-fopenmp'\n"
+        "clang: error: unsupported option '-fopenmp'\n"))
+    assert evidence[0] == "clang: error: unsupported option '-fopenmp'"
+    assert "clang: error: the clang compiler does not support '-march=native'" in evidence

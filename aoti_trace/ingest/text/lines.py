@@ -639,9 +639,16 @@ def classify_many(files: list[tuple[list[str], str, str, str]]) -> pl.DataFrame:
         & ~pl.col("_in_tb") & ~pl.col("_code") & ~pl.col("_tb_cause") & ~pl.col("_tb_context")
     )
     df = df.with_columns(exc_line.alias("_exc"))
-    # 6. exception message continuation: every line after the exception line up to the next structural line
+    # 6. exception message continuation: every line after the exception line up to the next structural line; a
+    # logging header starts a new record, unless it is the previous line's own header (torch's log formatter and
+    # glog write a multi-line record with its header on every line: 'E0607 06:26:14.084000 1400 torch/_guards.py:261]
+    # [0/0]   - Not all values of dx ...' continues the ConstraintViolationError logged on the line above); such a
+    # record ends at the first line without its header (the program's own output printed after it)
+    header = pl.col("prefix").str.strip_chars_end()
+    same_record = pl.col("_glog") & per_rank(pl.col("_glog").shift(1) & (header.shift(1) == header)).fill_null(False)
+    record_ended = ~pl.col("_glog") & per_rank(same_record.shift(1)).fill_null(False)
     breaker = (
-        pl.col("prefix").str.starts_with("##[").fill_null(False) | pl.col("_tb_head") | pl.col("_tb_cause") | pl.col("_tb_context") | pl.col("_glog") | pl.col("_faulthandler")
+        pl.col("prefix").str.starts_with("##[").fill_null(False) | pl.col("_tb_head") | pl.col("_tb_cause") | pl.col("_tb_context") | (pl.col("_glog") & ~same_record) | record_ended | pl.col("_faulthandler")
         | pl.col("_device_assert") | pl.col("_terminate") | pl.col("_cpp_error") | pl.col("_warning")
         | pl.col("_code") | pl.col("_printer_header") | pl.col("_printer_launch")
     )

@@ -1,0 +1,79 @@
+"""The compiler's first error line, cited with a build failure.
+
+A C++/Metal/CUDA build failure is often reported at the exception that wraps it (``InductorError: SyntaxError:
+failed to compile``) or at one of the compiler's errors (``clang: error: unsupported option '-fopenmp'``), while
+the compiler's own first error is a few lines above (``error: variable 'tmp_scoped_0' declared with deduced type
+'auto' cannot appear in its own initializer``; ``clang: error: the clang compiler does not support
+'-march=native'``). The reasoner :func:`first_compiler_error` adds that line to the finding's evidence:
+
+* a ``cpp_compile_error`` finding that cites no compiler error line: the first compiler error line of the
+  ``WINDOW`` lines above its anchor (same run and file);
+* a finding anchored at a compiler error line: the first line of the block of compiler error lines that ends at
+  the anchor (consecutive lines, blank lines between them allowed), when it is another line.
+
+A compiler error line is a ``compiler_diagnostic`` line that says ``error`` (``file:line:col: error: ...``,
+``error: ...``) or a compiler driver's own error (``clang: error: ...``, ``g++: fatal error: ...``); matched in
+Polars (Rust regex).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import polars as pl
+
+from aoti_trace.engine.cited import as_written
+from aoti_trace.model.findings import Evidence, Finding
+from aoti_trace.model.frames import Frames
+
+# how far above the anchor the compiler's output is looked for
+WINDOW = 100
+MAX_TEXT = 500  # evaluator.MAX_EVIDENCE_TEXT
+MAX_EVIDENCE = 4  # a finding's evidence items, reasoners' included (reasoners._add)
+_DRIVER = (r"^(?:[\w./\\-]*[/\\])?(?:clang|clang\+\+|gcc|g\+\+|c\+\+|cc|cc1|cc1plus|cl|nvcc|ptxas|ld|ld\.lld|lld"
+           r"|metal|xcrun)(?:-[\d.]+)?(?:\.exe)?: (?:fatal )?error: ")
+_DIAGNOSTIC_ERROR = r"(?:^|: )(?:fatal )?error(?: [A-Z]*\d+)?: "
+
+
+def _is_error() -> pl.Expr:
+    text = pl.col("text").fill_null("").str.slice(0, 2000)
+    return (((pl.col("kind") == "compiler_diagnostic") & text.str.contains(_DIAGNOSTIC_ERROR))
+            | text.str.contains(_DRIVER))
+
+
+def first_compiler_error(finding: Finding, frames: Frames) -> Finding:
+    """The finding with the compiler's first error line added to its evidence (see the module docstring)."""
+    if not finding.evidence:
+        return finding
+    anchor = finding.evidence[0]
+    if anchor.source not in ("lines", "failures") or anchor.line is None or anchor.path is None:
+        return finding
+    lines = frames["lines"]
+    if lines.height == 0:
+        return finding
+    above = (lines.filter((pl.col("run_id") == finding.run_id) & (pl.col("path") == anchor.path)
+                          & pl.col("lineno").is_between(anchor.line - WINDOW, anchor.line))
+             .sort("lineno").with_columns(_is_error().alias("_err"),
+                                          (pl.col("text").fill_null("").str.strip_chars() == "").alias("_blank")))
+    if above.height == 0:
+        return finding
+    errors = above.filter("_err")
+    cited = {e.line for e in finding.evidence if e.path == anchor.path}
+    if anchor.line in set(errors.get_column("lineno").to_list()):
+        # the first line of the block of error lines that ends at the anchor (blank lines inside it skipped)
+        first = None
+        for lineno, err in reversed(above.filter(~pl.col("_blank")).select("lineno", "_err").rows()):
+            if not err:
+                break
+            first = lineno
+        pick = errors.filter(pl.col("lineno") == first)
+    elif finding.family == "cpp_compile_error" and not cited & set(errors.get_column("lineno").to_list()):
+        pick = errors.head(1)
+    else:
+        return finding
+    if pick.height == 0 or pick.item(0, "lineno") in cited:
+        return finding
+    row = pick.row(0, named=True)
+    item = Evidence(source="lines", path=anchor.path, line=row["lineno"],
+                    text=as_written(row["prefix"], row["text"], row["raw"], MAX_TEXT))
+    return replace(finding, evidence=[*finding.evidence, item][:MAX_EVIDENCE])
