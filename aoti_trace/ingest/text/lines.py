@@ -165,7 +165,10 @@ PATTERNS: dict[str, str] = {
     # 3684352==3236401 at dim=0'), a message no other code prints, wherever a paste put it on the line
     "raised_report": (r"^failed while running \w+\(\*"
                       r'|^Module \[[\w.]+\] is missing the required "forward" function'
-                      r"|AssertionError: expected size \d+==\d+, stride \d+==\d+ at dim=\d+"),
+                      r"|AssertionError: expected size \d+==\d+, stride \d+==\d+ at dim=\d+"
+                      # subprocess.CalledProcessError's message pasted without its type (a build that Triton or
+                      # Inductor ran: "Command '['...tcc.exe', ...]' returned non-zero exit status 1.")
+                      r"|^Command '.*' (?:returned non-zero exit status -?\d+|died with <Signals\.\w+: \d+>)"),
     # ExecuTorch's ET_CHECK failing (it aborts the process): 'In function CheckOk(), assert failed: hasValue_'
     "et_check": r"^In function \w+\(\), assert failed",
     # a CI runner's closing line for a failed step (GitHub Actions): an exit status, not the error itself
@@ -201,7 +204,9 @@ PATTERNS: dict[str, str] = {
         r"|C\+\+ CapturedTraceback:|#\d+ .+ from \S*:\S*$)"
     ),
     "compiler_diagnostic": (
-        r"^(?:cc1plus|g\+\+|c\+\+|clang\+\+|collect2|/?\S+?\.(?:cpp|cc|cxx|c|h|hpp|cu|cuh)(?::\d+(?::\d+)?)?"
+        # the compiler drivers by name ('clang: error: linker command failed ...', 'gcc: fatal error: ...')
+        r"^(?:cc1plus|g\+\+|c\+\+|clang\+\+|clang|gcc|cc|icx|icpx|hipcc|collect2"
+        r"|/?\S+?\.(?:cpp|cc|cxx|c|h|hpp|cu|cuh)(?::\d+(?::\d+)?)?"
         r"|(?:\S*[^\w\s])?ld(?:\.\w+)?): (?:fatal )?error: "
         # nvcc / ptxas / nvlink ('ptxas fatal   : ...', 'nvcc fatal   : ...', 'ptxas error   : ...')
         r"|^(?:ptxas|nvcc|nvlink|fatbinary|cicc|nvrtc)[\w-]*(?: (?:fatal|error))? *: "
