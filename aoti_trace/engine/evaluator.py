@@ -248,10 +248,8 @@ def _with_message_lines(ev: Evidence, frames: Frames, run_id: str) -> Evidence:
         return ev
     extra = 0  # the cited line's decoration, not counted in MAX_EVIDENCE_TEXT
     if ev.source == "lines":  # the next lines as written too (their decoration: '[rank0]:   target: ...')
-        cited = frames["lines"].filter((pl.col("run_id") == run_id) & (pl.col("path") == ev.path)
-                                       & (pl.col("lineno") == ev.line)).to_dicts()
-        if cited:
-            row = cited[0]
+        row = _line_row(frames, run_id, ev.path, ev.line)
+        if row is not None:
             extra = len(decoration(row["prefix"], row["text"], row["raw"]))
             more = continuation_as_written(frames["lines"], run_id, ev.path, ev.line, row["rank"], more,
                                            MAX_EVIDENCE_TEXT)
@@ -264,12 +262,17 @@ def _exception_as_written(ev: Evidence, frames: Frames, run_id: str) -> Evidence
     IPython's traceback lines). Evidence from a later line of the message is left as it is."""
     if ev.source != "exceptions" or ev.line is None or ev.path is None:
         return ev
-    cited = frames["lines"].filter((pl.col("run_id") == run_id) & (pl.col("path") == ev.path)
-                                   & (pl.col("lineno") == ev.line)).head(1).to_dicts()
-    if not cited or (cited[0]["text"] or "").strip() != ev.text.strip():
+    row = _line_row(frames, run_id, ev.path, ev.line)
+    if row is None or (row["text"] or "").strip() != ev.text.strip():
         return ev
-    row = cited[0]
     return replace(ev, text=as_written(row["prefix"], row["text"], row["raw"], MAX_EVIDENCE_TEXT))
+
+
+def _line_row(frames: Frames, run_id: str, path: str | None, lineno: int | None) -> dict[str, Any] | None:
+    """The ``lines`` row of a cited log line (the first, where several share it), or None."""
+    rows = frames["lines"].filter((pl.col("run_id") == run_id) & (pl.col("path") == path)
+                                  & (pl.col("lineno") == lineno)).head(1).to_dicts()
+    return rows[0] if rows else None
 
 
 def _enclosing_exception(frames: Frames, run_id: str, row: dict[str, Any]) -> dict[str, Any] | None:
