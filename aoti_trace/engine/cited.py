@@ -3,7 +3,7 @@
 Ingest splits a line into its decoration (``prefix``: a timestamp, ``[rank0]:``, a launcher tag, a logging or glog
 header) and its message (``text``), and keeps the line itself (``raw``, colour codes removed). Evidence quotes the
 line as written, so that a reader can find it in the log: the decoration with its own separator (``[rank0]: x``, not
-``[rank0]:x``) and the message. A long message is clipped to ``limit`` characters, the decoration not counted: a
+``[rank0]:x``) and the message. A long message is clipped to ``limit`` characters (its head and its end, :func:`~aoti_trace.model.findings.clip`), the decoration not counted: a
 worker tag must not push the end of a long message (a compiler command line) out of its evidence.
 """
 
@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import polars as pl
+
+from aoti_trace.model.findings import clip
 
 # how far below a cited exception line its message's next lines are looked for (interleaved ranks included)
 WINDOW = 200
@@ -23,8 +25,8 @@ def as_written(prefix: str | None, text: str | None, raw: str | None, limit: int
     lines), the log's own line; where a carriage return overwrote part of it, the decoration and the message."""
     message = text or ""
     if isinstance(raw, str) and message not in raw:
-        return raw[:limit]
-    return decoration(prefix, message, raw) + message[:limit]
+        return clip(raw, limit)
+    return decoration(prefix, message, raw) + clip(message, limit)
 
 
 def decoration(prefix: str | None, text: str | None, raw: str | None) -> str:

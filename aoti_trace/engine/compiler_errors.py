@@ -23,12 +23,11 @@ from dataclasses import replace
 import polars as pl
 
 from aoti_trace.engine.cited import as_written
-from aoti_trace.model.findings import Evidence, Finding
+from aoti_trace.model.findings import MAX_EVIDENCE_TEXT, Evidence, Finding
 from aoti_trace.model.frames import Frames
 
 # how far above the anchor the compiler's output is looked for
 WINDOW = 100
-MAX_TEXT = 500  # evaluator.MAX_EVIDENCE_TEXT
 MAX_EVIDENCE = 4  # a finding's evidence items, reasoners' included (reasoners._add)
 _DRIVER = (r"^(?:[\w./\\-]*[/\\])?(?:clang|clang\+\+|gcc|g\+\+|c\+\+|cc|cc1|cc1plus|cl|nvcc|ptxas|ld|ld\.lld|lld"
            r"|metal|xcrun)(?:-[\d.]+)?(?:\.exe)?: (?:fatal )?error: ")
@@ -75,5 +74,33 @@ def first_compiler_error(finding: Finding, frames: Frames) -> Finding:
         return finding
     row = pick.row(0, named=True)
     item = Evidence(source="lines", path=anchor.path, line=row["lineno"],
-                    text=as_written(row["prefix"], row["text"], row["raw"], MAX_TEXT))
+                    text=as_written(row["prefix"], row["text"], row["raw"], MAX_EVIDENCE_TEXT))
     return replace(finding, evidence=[*finding.evidence, item][:MAX_EVIDENCE])
+
+
+# Triton's CompilationError: 'at L:C:', the kernel source up to the statement it rejects, a caret line under it
+_TRITON_AT = "CompilationError: at "
+
+
+def triton_pointed_statement(finding: Finding, frames: Frames) -> Finding:
+    """The finding with the kernel statement that Triton's ``CompilationError: at L:C:`` points at (the line above
+    its caret line) added to its evidence: when the error below it was cut from the log, that statement is what
+    is left to read (``tmp1 = tmp0.to(tl.float32)``: a cast this GPU's Triton cannot make)."""
+    anchor = next((e for e in finding.evidence if _TRITON_AT in e.text and e.line is not None and e.path), None)
+    lines = frames["lines"]
+    if anchor is None or lines.height == 0:
+        return finding
+    assert anchor.line is not None
+    below = (lines.filter((pl.col("run_id") == finding.run_id) & (pl.col("path") == anchor.path)
+                          & pl.col("lineno").is_between(anchor.line + 1, anchor.line + WINDOW))
+             .sort("lineno").select("lineno", "prefix", "text", "raw").rows(named=True))
+    for i, row in enumerate(below):
+        caret = (row["text"] or "").strip()
+        if caret and set(caret) <= {"^", "~"}:
+            above = next((r for r in reversed(below[:i]) if (r["text"] or "").strip()), None)
+            if above is None or any(above["lineno"] == e.line and e.path == anchor.path for e in finding.evidence):
+                return finding
+            item = Evidence(source="lines", path=anchor.path, line=above["lineno"],
+                            text=as_written(above["prefix"], above["text"], above["raw"], MAX_EVIDENCE_TEXT))
+            return replace(finding, evidence=[*finding.evidence, item][:MAX_EVIDENCE])
+    return finding

@@ -22,13 +22,12 @@ from aoti_trace.engine.ruleset import RuleSet
 from aoti_trace.engine.rank import Ranked, rank
 from aoti_trace.engine.reasoners import enrich
 from aoti_trace.engine.schema import PLACEHOLDER_RE, ColumnRef, Leaf, Rule, TorchRange
-from aoti_trace.model.findings import Evidence, Finding
+from aoti_trace.model.findings import MAX_EVIDENCE_TEXT, Evidence, Finding, clip
 from aoti_trace.model.frames import TEXT_COLUMNS, Frames
 from aoti_trace.model.vocabulary import EXPLAINING_ROLES
 
 MAX_EVIDENCE = 3
 MESSAGE_LINES = 6  # an exception line's evidence: it and the next lines of its message
-MAX_EVIDENCE_TEXT = 500
 UNKNOWN = "<unknown>"
 TRACE_DIR = "./torch_trace"
 # Families whose evidence is written at compile/export time: TORCH_TRACE records them (load and run write nothing).
@@ -214,7 +213,7 @@ def _finding(
         fields=fields,
         fingerprint=fingerprint(rule.id, fields),
     )
-    finding = describe(finding, frames) if is_failure_rule(rule.id) else enrich(finding, frames)
+    finding = enrich(describe(finding, frames) if is_failure_rule(rule.id) else finding, frames)
     finding = replace(finding, rerun=rerun_command(finding.env_flags, frames, run_id, finding.family))
     position = (row.get("lineno") if isinstance(row.get("lineno"), int) else None, row.get(query.ROW, 0))
     return Ranked(finding, rule, position)
@@ -401,7 +400,7 @@ def evidence_of(frame: str, row: dict[str, Any], leaf: Leaf | None) -> Evidence:
         text = str(row.get("detail") or "")
     else:
         text = str(row)
-    return Evidence(source=frame, path=row.get("path"), line=_lineno(row), text=text[:MAX_EVIDENCE_TEXT])
+    return Evidence(source=frame, path=row.get("path"), line=_lineno(row), text=clip(text, MAX_EVIDENCE_TEXT))
 
 
 def _lineno(row: dict[str, Any]) -> int | None:

@@ -14,9 +14,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import polars as pl
+
 from aoti_trace.engine import query
+from aoti_trace.engine.cited import as_written
 from aoti_trace.engine.schema import ColumnRef, Leaf, Rule
-from aoti_trace.model.findings import Finding
+from aoti_trace.model.findings import MAX_EVIDENCE_TEXT, Evidence, Finding
 from aoti_trace.model.frames import Frames
 from aoti_trace.model.vocabulary import FAMILIES, PHASE_TEXT
 
@@ -137,8 +140,34 @@ def _command(frames: Frames, run_id: str) -> str | None:
     return next((p["command"] for p in procs if p.get("command")), None)
 
 
+# how far above its exception line the raising statement of a traceback is looked for
+RAISE_WINDOW = 8
+
+
+def raising_statement(finding: Finding, frames: Frames) -> Evidence | None:
+    """The statement that raised the failure's exception (the innermost traceback frame's source line, as the log
+    wrote it), when the failure is an exception whose traceback shows it: the line a reader looks at next."""
+    cited = next((ev for ev in finding.evidence if ev.source == "failures" and ev.line is not None), None)
+    if cited is None or frames["exceptions"].height == 0:
+        return None
+    where = (pl.col("run_id") == finding.run_id) & (pl.col("path") == cited.path)
+    code = frames["exceptions"].filter(where & (pl.col("lineno") == cited.line)).get_column("raise_code").drop_nulls()
+    statement = code[0].strip() if len(code) else ""
+    if not statement or any(statement in ev.text for ev in finding.evidence):
+        return None
+    rows = (frames["lines"].filter(where & pl.col("lineno").is_between(cited.line - RAISE_WINDOW, cited.line - 1)
+                                   & (pl.col("text").str.strip_chars() == statement))
+            .sort("lineno").tail(1).to_dicts())
+    if not rows:
+        return None
+    row = rows[0]
+    return Evidence(source="lines", path=row["path"], line=row["lineno"],
+                    text=as_written(row["prefix"], row["text"], row["raw"], MAX_EVIDENCE_TEXT))
+
+
 def describe(finding: Finding, frames: Frames) -> Finding:
-    """The remedy of a built-in failure finding, written from what the ``failures`` row holds."""
+    """The remedy of a built-in failure finding, written from what the ``failures`` row holds, and the statement
+    that raised its exception as further evidence (:func:`raising_statement`)."""
     f: dict[str, Any] = finding.fields
     phase = f.get("phase", "unknown")
     parts = []
@@ -160,6 +189,8 @@ def describe(finding: Finding, frames: Frames) -> Finding:
     signals = f.get("signals", "")
     if signals == "exit_code":
         parts.append("Only the exit status shows the failure: no error text was captured.")
+    raised = raising_statement(finding, frames)
     return replace(finding, remedy="\n".join(parts).replace("\n\n\n", "\n\n"),
-                   env_flags={**_PHASE_ENV.get(phase, {}), **finding.env_flags})
+                   env_flags={**_PHASE_ENV.get(phase, {}), **finding.env_flags},
+                   evidence=[*finding.evidence, raised] if raised is not None else finding.evidence)
 

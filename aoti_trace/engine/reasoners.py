@@ -25,7 +25,11 @@ Registered:
   the compile device (``compiles.device_key`` from the trace, else the package's ``AOTI_DEVICE_KEY``).
 * ``dtype_mismatch`` -> :func:`dtype_names`: names a numeric ScalarType (``but got: 7`` is float64).
 * ``cpp_compile_error``, ``environment`` -> :func:`aoti_trace.engine.compiler_errors.first_compiler_error`: the
-  compiler's first error line, cited with a build failure reported at its wrapping exception or a later error.
+  compiler's first error line, cited with a build failure reported at its wrapping exception or a later error;
+  for ``cpp_compile_error`` also :func:`~aoti_trace.engine.compiler_errors.triton_pointed_statement`: the kernel
+  statement that Triton's ``CompilationError: at L:C:`` points at.
+* ``export_error``, ``dynamic_shape_violation`` -> :func:`meta_kernel_op`: the op whose meta kernel needed a guard
+  that could not be decided (fake tensor's 'failed while attempting to run meta for OP' below the anchor).
 * ``deprecated_api`` -> :func:`deprecated_call_site`: the user line that called ``torch._export.aot_compile``
   (``compiles.user_frame`` + the ``stacks`` source text) and the ``aoti_compile_and_package`` rewrite of that line.
 """
@@ -39,14 +43,15 @@ from typing import Any, Callable
 import polars as pl
 
 from aoti_trace.engine import query
-from aoti_trace.engine.compiler_errors import first_compiler_error
-from aoti_trace.model.findings import Evidence, Finding
+from aoti_trace.engine.compiler_errors import first_compiler_error, triton_pointed_statement
+from aoti_trace.engine.cited import as_written
+from aoti_trace.model.findings import MAX_EVIDENCE_TEXT, Evidence, Finding
 from aoti_trace.model.frames import Frames
 from aoti_trace.ingest.code import CODE_ARTIFACTS, MAX_CODE_ARTIFACTS
 
 Reasoner = Callable[[Finding, Frames], Finding]
 REASONERS: dict[str, list[Reasoner]] = {
-    "cpp_compile_error": [first_compiler_error], "environment": [first_compiler_error],
+    "cpp_compile_error": [first_compiler_error, triton_pointed_statement], "environment": [first_compiler_error],
 }
 
 
@@ -113,6 +118,36 @@ def launch_blocking(finding: Finding, frames: Frames) -> Finding:
         env={var: "1"},
         note=f"location possibly misplaced: {runtime} reports errors asynchronously; rerun with {var}=1",
     )
+
+
+# fake tensor's log line when an op's meta kernel raised while tracing (a guard on an unbacked size, mostly)
+_META_OP = r"failed while attempting to run meta for ([\w.:]+)"
+META_WINDOW = 20  # lines below the finding's anchor where that line is looked for
+
+
+@reasoner("export_error", "dynamic_shape_violation")
+def meta_kernel_op(finding: Finding, frames: Frames) -> Finding:
+    """The op whose meta kernel needed the failing guard: fake tensor logs 'failed while attempting to run meta for
+    aten.slice_copy.Tensor' just below the shape engine's 'failed during evaluate_expr(...)'. Names the op (field
+    ``meta_op``), cites that line, and says where to look."""
+    anchor = finding.evidence[0] if finding.evidence else None
+    lines = frames["lines"]
+    if anchor is None or anchor.source != "lines" or anchor.line is None or lines.height == 0:
+        return finding
+    hit = (lines.filter((pl.col("run_id") == finding.run_id) & (pl.col("path") == anchor.path)
+                        & pl.col("lineno").is_between(anchor.line, anchor.line + META_WINDOW))
+           .with_columns(pl.col("text").str.slice(0, 2000).str.extract(_META_OP).alias("_op"))
+           .filter(pl.col("_op").is_not_null()).sort("lineno").head(1).to_dicts())
+    if not hit:
+        return finding
+    row = hit[0]
+    evidence = [] if any(e.line == row["lineno"] and e.path == anchor.path for e in finding.evidence) else [
+        Evidence(source="lines", path=anchor.path, line=row["lineno"],
+                 text=as_written(row["prefix"], row["text"], row["raw"], MAX_EVIDENCE_TEXT))]
+    return _add(finding, fields={"meta_op": row["_op"]}, evidence=evidence,
+                advice=f"The guard was needed inside the meta (fake tensor) kernel of `{row['_op']}`: the call of "
+                       f"that op in your model (`TORCH_LOGS=\"+dynamic\"` prints its stack) is where the size must be "
+                       "known or checked.")
 
 
 @reasoner("segfault")

@@ -18,6 +18,20 @@ from aoti_trace.model.vocabulary import FAMILIES as FAMILIES, SEVERITIES as SEVE
 from aoti_trace.model.vocabulary import Family, Precision, Role, Severity
 
 SCHEMA = "aoti-trace.finding/v1"
+MAX_EVIDENCE_TEXT = 640  # characters of one evidence item's text (a cited line's decoration not counted)
+# a clipped text keeps this much of its end: a long line's verdict is often last ("... returned non-zero exit status
+# 1.", "... died with <Signals.SIGSEGV: 11>.", a compiler command's output file)
+CLIP_TAIL = 160
+ELLIPSIS = " … "
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters: whole when it fits, else its head and its last ``CLIP_TAIL``
+    characters joined by " … " (so that both the start of a long line and its end stay quotable)."""
+    if len(text) <= limit:
+        return text
+    tail = min(CLIP_TAIL, limit // 3)
+    return text[:limit - tail - len(ELLIPSIS)] + ELLIPSIS + text[len(text) - tail:]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import re
 
+from aoti_trace.model.findings import clip
 from aoti_trace.model.ranks import RANK_IN_PATH, rank_ranges
 from aoti_trace.report.common import (
     evidence_location,
@@ -62,7 +63,7 @@ def _indent_block(label: str, text: str, style: str | None = None) -> list[Line]
 
 def _clip(text: str, n: int = MAX_EVIDENCE_CHARS) -> str:
     text = text.replace("\t", "    ")
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return clip(text, n)
 
 
 def _finding(analysis: Analysis, f: Finding, primary: bool) -> list[Line]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aoti_trace.engine.cited import as_written
+from aoti_trace.model.findings import CLIP_TAIL, clip
 from aoti_trace.pipeline import analyze
 
 
@@ -16,9 +17,21 @@ def test_decoration_keeps_its_separator():
 
 def test_long_message_is_clipped_without_counting_the_decoration():
     prefix = "(VllmWorkerProcess pid=802) ERROR 04-23 00:04:19 multiproc_worker_utils.py:240] "
-    message = "CalledProcessError: " + "x" * 600
+    message = "CalledProcessError: " + "x" * 600 + "' returned non-zero exit status 1."
     cited = as_written(prefix, message, prefix + message, 500)
-    assert cited == prefix + message[:500]
+    assert cited.startswith(prefix + "CalledProcessError: xxx") and len(cited) == len(prefix) + 500
+    # the end of a long line stays: its verdict is often there
+    assert cited.endswith("x' returned non-zero exit status 1.") and " … " in cited
+
+
+def test_clip_keeps_head_and_tail():
+    assert clip("abc", 10) == "abc"
+    text = "".join(chr(ord("a") + i % 26) for i in range(1000))
+    clipped = clip(text, 300)  # a short limit: a third of it for the tail
+    assert len(clipped) == 300
+    assert clipped.startswith(text[:100]) and clipped.endswith(text[-100:])
+    clipped = clip(text, 600)
+    assert len(clipped) == 600 and clipped.endswith(text[-CLIP_TAIL:]) and clipped.startswith(text[:400])
 
 
 def test_rewritten_and_overwritten_lines():

@@ -27,6 +27,8 @@ from aoti_trace.model.vocabulary import (CPP_ORIGIN, FAMILIES, PHASE_FAMILY, mod
 
 Row = dict[str, Any]  # one row of a frame, as Polars' rows(named=True) gives it
 MAX_WHAT = 300
+# the line torch.compile prints above an error of its compiler backend, before and after the backend's name
+BACKEND_RAISED = ("backend='", "' raised:")
 # logged tracebacks at these glog levels were handled (torch logs and goes on): not failure evidence on their own
 HANDLED_LEVELS = ("V", "I", "W", "D")
 # C++/runtime lines that tell the phase when no traceback does (searched in the run's error lines, bounded)
@@ -188,9 +190,11 @@ def _first_match(lines: pl.DataFrame, pattern: str, hay: Haystack) -> pl.DataFra
 
 def _with_message(lines: pl.DataFrame, footers: pl.DataFrame, window: int = 80) -> pl.DataFrame:
     """Each footer row with ``message``: the first line of the paragraph above Dynamo's ``from user code:`` block (or
-    above the footer), which is the error's message when its ``Type: message`` line was not posted."""
+    above the footer), which is the error's message when its ``Type: message`` line was not posted, and ``backend``:
+    the backend named by a ``backend='inductor' raised:`` line in that paragraph (the error is the compiler's)."""
     if footers.height == 0:
-        return footers.with_columns(pl.lit(None, dtype=pl.String).alias("message"))
+        return footers.with_columns(pl.lit(None, dtype=pl.String).alias("message"),
+                                    pl.lit(None, dtype=pl.String).alias("backend"))
     out = []
     for row in footers.to_dicts():
         above = (lines.filter((pl.col("run_id") == row["run_id"]) & (pl.col("path") == row["path"])
@@ -204,8 +208,11 @@ def _with_message(lines: pl.DataFrame, footers: pl.DataFrame, window: int = 80) 
         while start > 0 and block[start - 1].strip():
             start -= 1
         row["message"] = block[start].strip()[:MAX_WHAT] if start < len(block) else None
+        # "backend='inductor' raised:" above the message: the error came from the compiler backend, not from tracing
+        row["backend"] = next((t[len(BACKEND_RAISED[0]):-len(BACKEND_RAISED[1])] for t in map(str.strip, block)
+                               if t.startswith(BACKEND_RAISED[0]) and t.endswith(BACKEND_RAISED[1])), None)
         out.append(row)
-    return pl.DataFrame(out, schema={**footers.schema, "message": pl.String})
+    return pl.DataFrame(out, schema={**footers.schema, "message": pl.String, "backend": pl.String})
 
 
 def _typed_phase(head: str, exc_type: str, wrapper_type: str) -> str | None:
@@ -390,6 +397,8 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
             phase, source = fatal[0]["phase"], "fault stack"
         elif asserts:
             phase, source = "run", "device-side assert"
+        elif footer is not None and footer.get("backend"):
+            phase, source = "compile", f"Dynamo's error footer: backend='{footer['backend']}' raised it"
         elif footer is not None:
             phase, source = "export", "Dynamo's error footer"
     module = (exc.get("torch_file") if exc is not None else None) or cpp

@@ -1,0 +1,51 @@
+"""Lines a finding cites besides its anchor: the statement that raised, the kernel line Triton points at, the op
+whose meta kernel needed a guard; and the phase of an error that torch.compile's backend raised. Real public logs
+(fixtures/public/blind20, after blind round 20)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aoti_trace.pipeline import analyze
+
+BLIND20 = Path(__file__).resolve().parents[2] / "fixtures" / "public" / "blind20"
+
+
+def _primary(case: str):
+    analysis = analyze([BLIND20 / case])
+    assert analysis.primary is not None
+    return analysis, analysis.primary
+
+
+def test_unexplained_failure_cites_the_raising_statement():
+    _, f = _primary("ComfyUI-TeaCache_26_mps_float64_keyerror")
+    assert f.rule_id == "AOTI-U003"
+    # (an exception line's evidence carries the next lines of its message: Dynamo's footer is part of it)
+    assert [(e.line, e.text.split("\n")[0].strip()) for e in f.evidence] == [
+        (5, "torch._inductor.exc.InductorError: KeyError: torch.float64"), (3, "return DTYPE_TO_METAL[dtype]")]
+
+
+def test_backend_raised_line_puts_the_failure_in_the_compile():
+    analysis, f = _primary("ComfyUI-HunyuanVideoWrapper_42_triton_max_block")
+    row = analysis.frames["failures"].row(0, named=True)
+    assert (row["phase"], f.family) == ("compile", "lowering_error")
+    assert "backend='inductor' raised it" in row["phase_source"]
+
+
+def test_triton_compilation_error_cites_the_statement_under_the_caret():
+    _, f = _primary("triton-windows_28_fp8_cast_compilationerror")
+    assert f.evidence[0].text.split("\n")[0] == "CompilationError: at 8:11:"
+    assert (f.evidence[1].line, f.evidence[1].text) == (11, "tmp1 = tmp0.to(tl.float32)")
+
+
+def test_data_dependent_guard_names_the_op_whose_meta_kernel_needed_it():
+    _, f = _primary("executorch_4658_coreml_llama_dynamic_slice_guard")
+    assert (f.rule_id, f.fields["expr"], f.fields["meta_op"]) == ("AOTI-X006", "s0 + u169 > 128",
+                                                                  "aten.slice_copy.Tensor")
+    assert f.evidence[1].line == 5 and "aten.slice_copy.Tensor" in f.remedy.split("\n")[0]
+
+
+def test_long_command_line_keeps_its_exit_status_in_the_evidence():
+    _, f = _primary("ComfyUI-OmniGen2_10_gcc_cuda_utils")
+    assert f.rule_id == "AOTI-V014"
+    assert "TDM-GCC-64" in f.evidence[0].text and f.evidence[0].text.endswith("returned non-zero exit status 1.")
