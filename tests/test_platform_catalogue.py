@@ -112,8 +112,13 @@ def test_a_pasted_platform_error_is_a_failure_with_its_family():
             "(run with NCCL_DEBUG=INFO for details)\n")
     row = failures_frame(read_text_bytes(line.encode(), "stderr", "r")).row(0, named=True)
     assert row["family"] == "distributed" and "known_error_message" in row["signals"]
-    # a carrier (a wrapper of another message) is never looked up
-    assert lookup("collect2: error: ld returned 1 exit status") is None
+    # a carrier (a wrapper of another message) is found, flagged, and does not give its family: the linker's
+    # earlier line says why it failed
+    carrier = lookup("collect2: error: ld returned 1 exit status")
+    assert carrier is not None and carrier.carrier
+    row = failures_frame(read_text_bytes(b"collect2: error: ld returned 1 exit status\n", "stderr", "r")).row(0, named=True)
+    assert (row["phase"], row["family"]) == ("build", "cpp_compile_error")
+    assert "catalogue" not in (row["phase_source"] or "")
 
 
 def test_platform_logs_are_the_text_alone_or_as_the_tool_prints_it(messages):

@@ -30,8 +30,8 @@ from aoti_trace.model.frames import Frames
 WINDOW = 100
 MAX_EVIDENCE = 4  # a finding's evidence items, reasoners' included (reasoners._add)
 _DRIVER = (r"^(?:[\w./\\-]*[/\\])?(?:clang|clang\+\+|gcc|g\+\+|c\+\+|cc|cc1|cc1plus|cl|nvcc|ptxas|ld|ld\.lld|lld"
-           r"|metal|xcrun)(?:-[\d.]+)?(?:\.exe)?: (?:fatal )?error: ")
-_DIAGNOSTIC_ERROR = r"(?:^|: )(?:fatal )?error(?: [A-Z]*\d+)?: "
+           r"|metal|xcrun)(?:-[\d.]+)?(?:\.exe)?: (?:fatal |internal compiler )?error: ")
+_DIAGNOSTIC_ERROR = r"(?:^|: )(?:fatal |internal compiler )?error(?: [A-Z]*\d+)?: "
 
 
 def _is_error() -> pl.Expr:

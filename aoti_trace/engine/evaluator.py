@@ -167,6 +167,19 @@ class _LastRows:
         return [dict(row)] if row is not None else []
 
 
+def _distinct(evidence: list[Evidence]) -> list[Evidence]:
+    """Each citation once (an exception line can be both a predicate's row and the anchor's enclosing exception, with
+    the same text; the same line cited from two frames with different texts stays twice)."""
+    seen: set[tuple[str | None, int | None, str]] = set()
+    out = []
+    for ev in evidence:
+        key = (ev.path, ev.line, ev.text)
+        if key not in seen:
+            seen.add(key)
+            out.append(ev)
+    return out
+
+
 def _fallback_anchor(cr: query.CompiledRule, matches: query.Matches, run_id: str) -> list[tuple[query.Pred, Leaf | None, dict[str, Any]]]:
     for pred in cr.positives:
         rows = query.select_rows(matches, pred, [run_id], cr.rule.occurrence, pred.leaf)
@@ -195,6 +208,7 @@ def _finding(
         if hits and (other.frame, hits[0].get(query.ROW)) not in seen:
             evidence.append(_exception_as_written(evidence_of(other.frame, hits[0], other.leaf), frames, run_id))
             seen.add((other.frame, hits[0].get(query.ROW)))
+    evidence = _distinct(evidence)
     finding = Finding(
         run_id=run_id,
         rule_id=rule.id,

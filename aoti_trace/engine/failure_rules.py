@@ -142,6 +142,7 @@ def _command(frames: Frames, run_id: str) -> str | None:
 
 # how far above its exception line the raising statement of a traceback is looked for
 RAISE_WINDOW = 8
+RAISE_BELOW = 200  # how far below it the cut traceback of an exception printed without frames is looked for
 
 
 def raising_statement(finding: Finding, frames: Frames) -> Evidence | None:
@@ -151,11 +152,16 @@ def raising_statement(finding: Finding, frames: Frames) -> Evidence | None:
     if cited is None or frames["exceptions"].height == 0:
         return None
     where = (pl.col("run_id") == finding.run_id) & (pl.col("path") == cited.path)
-    code = frames["exceptions"].filter(where & (pl.col("lineno") == cited.line)).get_column("raise_code").drop_nulls()
-    statement = code[0].strip() if len(code) else ""
+    # the exception itself, else (an exception printed without frames, whose message goes on with a cut traceback:
+    # a subprocess's) the cut traceback below it
+    excs = (frames["exceptions"].filter(where & ((pl.col("lineno") == cited.line) | (
+        pl.col("lineno").is_between(cited.line + 1, cited.line + RAISE_BELOW) & ~pl.col("complete"))))
+            .filter(pl.col("raise_code").is_not_null()).sort("lineno").head(1).to_dicts())
+    statement = excs[0]["raise_code"].strip() if excs else ""
     if not statement or any(statement in ev.text for ev in finding.evidence):
         return None
-    rows = (frames["lines"].filter(where & pl.col("lineno").is_between(cited.line - RAISE_WINDOW, cited.line - 1)
+    at = excs[0]["lineno"]
+    rows = (frames["lines"].filter(where & pl.col("lineno").is_between(at - RAISE_WINDOW, at + 1)
                                    & (pl.col("text").str.strip_chars() == statement))
             .sort("lineno").tail(1).to_dicts())
     if not rows:

@@ -28,6 +28,8 @@ Registered:
   compiler's first error line, cited with a build failure reported at its wrapping exception or a later error;
   for ``cpp_compile_error`` also :func:`~aoti_trace.engine.compiler_errors.triton_pointed_statement`: the kernel
   statement that Triton's ``CompilationError: at L:C:`` points at.
+* ``missing_custom_op``, ``lowering_error``, ``export_error``, ``dtype_mismatch``, ``shape_mismatch``,
+  ``device_mismatch`` -> :func:`fx_node`: the graph node that raised (FX's 'While executing %node : ... target=op').
 * ``export_error``, ``dynamic_shape_violation`` -> :func:`meta_kernel_op`: the op whose meta kernel needed a guard
   that could not be decided (fake tensor's 'failed while attempting to run meta for OP' below the anchor).
 * ``deprecated_api`` -> :func:`deprecated_call_site`: the user line that called ``torch._export.aot_compile``
@@ -118,6 +120,36 @@ def launch_blocking(finding: Finding, frames: Frames) -> Finding:
         env={var: "1"},
         note=f"location possibly misplaced: {runtime} reports errors asynchronously; rerun with {var}=1",
     )
+
+
+# FX's note on an exception raised while it ran a node ('While executing %einsum_1 : [num_users=1] =
+# call_function[target=torch.ops.tensorrt.einsum](args = ...)'): the graph node, and the op, that raised
+_FX_NODE = r"^While executing %(\w+) : .*?target=([\w.:]+)"
+FX_WINDOW = 12  # lines below the finding's anchor where that note is looked for
+
+
+@reasoner("missing_custom_op", "lowering_error", "export_error", "dtype_mismatch", "shape_mismatch",
+          "device_mismatch")
+def fx_node(finding: Finding, frames: Frames) -> Finding:
+    """The graph node that raised, from FX's 'While executing %node : ... target=op' note below the error: cited,
+    and named (fields ``fx_node``, ``fx_target``)."""
+    anchor = finding.evidence[0] if finding.evidence else None
+    lines = frames["lines"]
+    if anchor is None or anchor.line is None or anchor.path is None or lines.height == 0:
+        return finding
+    hit = (lines.filter((pl.col("run_id") == finding.run_id) & (pl.col("path") == anchor.path)
+                        & pl.col("lineno").is_between(anchor.line, anchor.line + FX_WINDOW))
+           .with_columns(pl.col("text").str.slice(0, 2000).str.extract_groups(_FX_NODE).alias("_m"))
+           .filter(pl.col("_m").struct.field("1").is_not_null()).sort("lineno").head(1).to_dicts())
+    if not hit:
+        return finding
+    row = hit[0]
+    node, target = row["_m"]["1"], row["_m"]["2"]
+    evidence = [] if any(e.line == row["lineno"] and e.path == anchor.path for e in finding.evidence) else [
+        Evidence(source="lines", path=anchor.path, line=row["lineno"],
+                 text=as_written(row["prefix"], row["text"], row["raw"], MAX_EVIDENCE_TEXT))]
+    return _add(finding, fields={"fx_node": node, "fx_target": target}, evidence=evidence,
+                note=f"graph node %{node} ({target})")
 
 
 # fake tensor's log line when an op's meta kernel raised while tracing (a guard on an unbacked size, mostly)

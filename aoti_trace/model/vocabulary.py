@@ -95,6 +95,9 @@ _STDLIB_FILE = re.compile(
 # code generated at run time: Triton launchers ('<string>'), Inductor's cache, FX graph modules
 _GENERATED_FILE = re.compile(r"^<string>$|^<eval_with_key>|[/\\]torchinductor_[^/\\]*[/\\]|^<fx-")
 _SITE = re.compile(r"(?:site|dist)-packages[/\\](.*)$")
+# Triton, the compiler under Inductor: its files are never the user's code (a user's own @triton.jit kernels live in
+# the user's files)
+_TRITON_FILE = re.compile(r"(?:site|dist)-packages[/\\]triton[/\\]|(?:^|[/\\])triton[/\\](?:compiler|backends|runtime|language)[/\\]")
 
 
 def is_torch(path: str) -> bool:
@@ -103,12 +106,13 @@ def is_torch(path: str) -> bool:
 
 
 def is_user(path: str) -> bool:
-    """The file is the user's code or a third-party library: outside torch, the standard library and generated code.
+    """The file is the user's code or a third-party library: outside torch, Triton, the standard library and generated
+    code.
 
     This is the one definition of "user code" (a library such as transformers that calls torch counts as user code:
-    it is the caller's side of the torch API)."""
+    it is the caller's side of the torch API; Triton, which torch calls to compile its kernels, does not)."""
     p = path[:MAX_PATH]
-    return not _TORCH_FILE.search(p) and not _STDLIB_FILE.search(p) and not _GENERATED_FILE.search(p)
+    return not (_TORCH_FILE.search(p) or _STDLIB_FILE.search(p) or _GENERATED_FILE.search(p) or _TRITON_FILE.search(p))
 
 
 def torch_relative(path: str) -> str:
@@ -142,6 +146,11 @@ _ROUTES: list[tuple[str, str | None, str | None]] = [
     # a template kernel's code generation in select_algorithm is lowering, not the benchmark of its choices
     ("lowering", r"^(?:def_kernel|generate|make_kernel_render|render|store_output|load_input|modification)$",
      r"_inductor/select_algorithm\.py$"),
+    # a Triton kernel's configs built when its module is loaded (the heuristics' decorators and their checks): code
+    # generation of the compile, not the benchmark of choices
+    ("lowering", r"^(?:triton_config\w*|check_config|check_max_block|pointwise|reduction|persistent_reduction"
+                 r"|cooperative_reduction|split_scan|foreach|template|_\w*reduction_configs)$",
+     r"_inductor/runtime/triton_heuristics\.py$"),
     # autotuning: Inductor's Python runtime runs only to benchmark kernel choices under AOTI
     ("autotune", None, r"(?:_inductor/(?:select_algorithm|autotune_process|runtime/\w+)|triton/runtime/autotuner)\.py$"),
     # Inductor lowering, scheduling, code generation

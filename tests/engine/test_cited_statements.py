@@ -49,3 +49,35 @@ def test_long_command_line_keeps_its_exit_status_in_the_evidence():
     _, f = _primary("ComfyUI-OmniGen2_10_gcc_cuda_utils")
     assert f.rule_id == "AOTI-V014"
     assert "TDM-GCC-64" in f.evidence[0].text and f.evidence[0].text.endswith("returned non-zero exit status 1.")
+
+
+BLIND21 = BLIND20.parent / "blind21"
+
+
+def test_an_exception_without_frames_takes_the_phase_of_the_cut_traceback_below_it():
+    analysis = analyze([BLIND21 / "Comfy-WaveSpeed_54_sdxl_rocm_triton_llir"])
+    row = analysis.frames["failures"].row(0, named=True)
+    assert (row["exc_type"], row["phase"]) == ("SubprocException", "build")
+    assert row["phase_source"].startswith("the traceback below it")
+    f = analysis.primary
+    assert f is not None and f.family == "cpp_compile_error"
+    assert f.evidence[-1].text.strip().startswith('stages["llir"] = lambda')  # the worker's raising statement
+    assert "triton/backends" not in (row["user_file"] or "")  # Triton is not the user's code
+
+
+def test_gcc_internal_compiler_error_is_a_build_failure():
+    analysis = analyze([BLIND21 / "pytorch_137795_aarch64_sve_gcc10_ice"])
+    assert analysis.frames["lines"].row(0, named=True)["kind"] == "compiler_diagnostic"
+    assert analysis.primary is not None and analysis.primary.rule_id == "AOTI-I022"
+
+
+def test_fx_node_that_raised_is_cited_and_named():
+    _, f = _primary_in(BLIND21, "TensorRT_2328_einsum_custom_op_no_autograd")
+    assert (f.rule_id, f.fields["fx_node"], f.fields["fx_target"]) == ("AOTI-J012", "einsum_1", "torch.ops.tensorrt.einsum")
+    assert f.evidence[-1].text.startswith("While executing %einsum_1 :")
+
+
+def _primary_in(root: Path, case: str):
+    analysis = analyze([root / case])
+    assert analysis.primary is not None
+    return analysis, analysis.primary

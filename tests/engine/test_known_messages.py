@@ -148,3 +148,15 @@ def test_the_anchor_test_of_a_few_lines_says_what_polars_says():
     expected = pl.Series(texts).str.contains_any(list(anchors)).to_list()
     assert [known_messages._holds_anchor(t) for t in texts] == expected
     assert 1000 < len(texts) and 300 < sum(expected) < len(texts) - 300
+
+
+def test_a_carrier_message_is_failure_evidence_without_a_family():
+    # executorch#14735 (blind round 21): XNNPACK's runtime error, then the method's wrapper line; the log read
+    # "No problem found." while the wrapper template was left out of the catalogue lookup
+    case = PUBLIC / "blind21" / "executorch_14735_xnnpack_const_dim_order_runtime"
+    row = failure_of(case)
+    assert row is not None and row["signals"] == "known_error_message"
+    assert row["what"] == "CALL_DELEGATE execute failed at instruction 0: 0x1" and row["family"] == "unexplained"
+    carrier = lookup("CALL_DELEGATE execute failed at instruction 0: 0x1")
+    assert carrier is not None and carrier.carrier and is_error(carrier)
+

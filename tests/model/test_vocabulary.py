@@ -64,10 +64,23 @@ def test_one_definition_of_user_code():
     assert not hasattr(trace_meta, "is_user_file")
     for path, user in [("/home/me/train.py", True), ("/venv/lib/python3.11/site-packages/transformers/x.py", True),
                        ("/venv/lib/python3.11/site-packages/torch/export/x.py", False),
-                       ("/usr/lib/python3.11/runpy.py", False), ("<string>", False)]:
+                       ("/usr/lib/python3.11/runpy.py", False), ("<string>", False),
+                       # Triton compiles torch's kernels: its files are not the user's (a user's own kernels are)
+                       ("/venv/lib/python3.10/site-packages/triton/backends/amd/compiler.py", False),
+                       ("/home/me/triton/python/triton/compiler/compiler.py", False),
+                       ("/home/me/kernels/triton_attention.py", True)]:
         assert vocabulary.is_user(path) is user, path
 
 
 def test_frames_document_is_generated_from_the_schemas():
     """docs/frames.md is ``python -m aoti_trace.model.frames`` (the frame schemas' one description)."""
     assert (ROOT / "docs" / "frames.md").read_text(encoding="utf-8") == frames.markdown()
+
+
+def test_triton_config_heuristics_are_code_generation_not_autotuning():
+    # a kernel's configs are built (and checked) when Inductor loads its module: the compile, not a benchmark
+    frames = [("torch/_inductor/runtime/triton_heuristics.py", "check_config"),
+              ("torch/_inductor/runtime/triton_heuristics.py", "triton_config_reduction")]
+    assert vocabulary.route_phase(frames)[0] == "lowering"
+    assert vocabulary.route_phase([("torch/_inductor/runtime/triton_heuristics.py", "autotune_to_one_config")])[0] \
+        == "autotune"

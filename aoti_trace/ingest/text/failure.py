@@ -369,6 +369,13 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
     phase, source = "unknown", None
     if exc is not None and exc.get("phase") not in (None, "unknown"):
         phase, source = exc["phase"], exc.get("phase_source")
+    # an exception printed without frames whose message goes on with a traceback ('SubprocException: An exception
+    # occurred in a subprocess:' and the worker's traceback, cut): that traceback's frames place it
+    below = next((e for e in cut if exc is not None and exc.get("complete") and not exc.get("frames")
+                  and e.get("path") == exc.get("path") and (e["lineno"] or 0) > (exc["lineno"] or 0)
+                  and e.get("phase") not in (None, "unknown", "user")), None)
+    if phase == "unknown" and below is not None:
+        phase, source = below["phase"], f"the traceback below it ({below.get('phase_source')})"
     head = f"{row.get('exc_type') or ''} {row['what']}"[:MAX_WHAT * 2]
     # a wrapper that announces the final exception ("BackendCompilerFailed: backend='inductor' raised:") names the phase
     wrappers = [c for c in complete[:-1] if (c.get("message") or "").rstrip().endswith("raised:")]
@@ -406,7 +413,8 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
     if phase == "unknown" and catalogue:  # no frame places it: is it a catalogued message, and where raised?
         said = (exc or {}).get("message") if complete else (terminate[0].get("what") if terminate else None)
         found = said_known or lookup(said)
-        if found is not None and not found.warning and found.family in FAMILIES and found.family != "unexplained":
+        if found is not None and not (found.warning or found.carrier) and found.family in FAMILIES \
+                and found.family != "unexplained":
             file = found.file.rpartition(":")[0]
             routed, _ = route_phase([(file, "")])
             phase = routed if routed not in ("unknown", "user") else phase

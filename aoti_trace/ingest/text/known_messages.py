@@ -10,8 +10,9 @@ message was made from, so that failure detection can name the raising file, its 
 
 Matching needs no regex: a template is its literal pieces between the ``{}`` fields; it matches when the first piece
 starts the message and every piece follows in order (``str.find``, linear in the message). The most specific match
-wins (the most literal text). Templates with less than ``MIN_LITERAL`` characters of text (``{}: {}``) and carrier
-templates (``Error: {}``, wrappers whose family is the one of the message they carry) never match.
+wins (the most literal text). Templates with less than ``MIN_LITERAL`` characters of text (``{}: {}``) never match;
+a carrier template (a wrapper whose family is the one of the message it carries: ``CALL_DELEGATE execute failed at
+instruction {}: 0x{}``) matches only a message no other template matches, and then says only that something failed.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ class KnownMessage(NamedTuple):
     kind: str = ""  # the catalogue's kind: 'et_return_false' (a check whose caller decides) is not evidence either
     internal: bool = False
     literal: int = 0  # characters of literal text (stripped pieces)
+    # a wrapper whose family is the one of the message it carries ('CALL_DELEGATE execute failed at instruction {}'):
+    # it says that something failed (failure evidence) but not what (its family is not used)
+    carrier: bool = False
 
 
 def _collapse(text: str) -> str:
@@ -139,7 +143,7 @@ def _read_templates() -> tuple[Template, ...]:
             except ValueError:
                 continue
     for m in records:
-        if not isinstance(m, dict) or m.get("carrier") or not m.get("template"):
+        if not isinstance(m, dict) or not m.get("template"):
             continue
         pieces = tuple(p for p in _collapse(str(m["template"])).split("{}"))
         literal = sum(len(p.strip()) for p in pieces)
@@ -148,7 +152,7 @@ def _read_templates() -> tuple[Template, ...]:
         files = m.get("files") or ["?"]
         record = (str(m["template"]), str(m.get("exc_type") or ""), str(m.get("family") or ""), str(files[0]),
                   str(m.get("first_version") or ""), str(m.get("last_version") or ""), bool(m.get("warning")),
-                  str(m.get("kind") or ""), bool(m.get("internal")), literal)
+                  str(m.get("kind") or ""), bool(m.get("internal")), literal, bool(m.get("carrier")))
         out.append((len(out), pieces, literal, record))
     return tuple(out)
 
@@ -213,14 +217,22 @@ def lookup(message: str | None) -> KnownMessage | None:
     msg = _collapse(message[:MAX_MESSAGE])
     # only the templates whose first piece starts the message can match (:func:`_matches`), in catalogue order
     candidates = sorted(t for n in _catalogue().lengths if n <= len(msg) for t in _group(msg[:n]))
+    # the most specific match; a carrier only when no other template matches (the message it carries decides)
     best: tuple[int, tuple[Any, ...]] | None = None
+    carrier: tuple[int, tuple[Any, ...]] | None = None
     for _i, pieces, literal, record in candidates:
-        if best is not None and literal <= best[0]:
+        wrapper = record[10]
+        top = carrier if wrapper else best
+        if top is not None and literal <= top[0]:
             continue
         matched = _matches_inside(pieces, msg) if record[7] == PLATFORM else _matches(pieces, msg)
-        if matched >= MIN_LITERAL and (best is None or matched > best[0]):
-            best = (matched, record)
-    return KnownMessage(*best[1])._replace(literal=best[0]) if best else None
+        if matched >= MIN_LITERAL and (top is None or matched > top[0]):
+            if wrapper:
+                carrier = (matched, record)
+            else:
+                best = (matched, record)
+    found = best or carrier
+    return KnownMessage(*found[1])._replace(literal=found[0]) if found else None
 
 
 def is_error(known: KnownMessage | None) -> bool:

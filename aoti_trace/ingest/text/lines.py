@@ -204,15 +204,16 @@ PATTERNS: dict[str, str] = {
         r"|C\+\+ CapturedTraceback:|#\d+ .+ from \S*:\S*$)"
     ),
     "compiler_diagnostic": (
-        # the compiler drivers by name ('clang: error: linker command failed ...', 'gcc: fatal error: ...')
+        # the compiler drivers by name ('clang: error: linker command failed ...', 'gcc: fatal error: ...'), and GCC's
+        # crash on a file ('k.cpp:3:18: internal compiler error: in vect_get_vector_types_for_stmt, ...')
         r"^(?:cc1plus|g\+\+|c\+\+|clang\+\+|clang|gcc|cc|icx|icpx|hipcc|collect2"
         r"|/?\S+?\.(?:cpp|cc|cxx|c|h|hpp|cu|cuh)(?::\d+(?::\d+)?)?"
-        r"|(?:\S*[^\w\s])?ld(?:\.\w+)?): (?:fatal )?error: "
+        r"|(?:\S*[^\w\s])?ld(?:\.\w+)?): (?:fatal |internal compiler )?error: "
         # nvcc / ptxas / nvlink ('ptxas fatal   : ...', 'nvcc fatal   : ...', 'ptxas error   : ...')
         r"|^(?:ptxas|nvcc|nvlink|fatbinary|cicc|nvrtc)[\w-]*(?: (?:fatal|error))? *: "
         # MSVC and its linker ('x.cpp(12): error C2065: ...', 'x.obj : error LNK2019: ...', 'LINK : fatal error LNK1104')
         r"|^\S.*?\(\d+(?:,\d+)?\) ?: (?:fatal )?error C\d+: |^\S.*? : (?:fatal )?error LNK\d+: "
-        r"|(?:^|\W)undefined reference to `|^(?:fatal )?error: "
+        r"|(?:^|\W)undefined reference to `|^(?:fatal |internal compiler )?error: "
         # Triton's MLIR diagnostics on a kernel's Python source, with a column ('/tmp/torchinductor_u/tt/c.py:56:26:
         # error: operand #0 does not dominate this use', 'loc("/x/fwd_kernel.py":262:24): error: ...')
         r'|^\S+\.py:\d+:\d+: error: |^loc\("[^"]+":\d+:\d+\): error: '
