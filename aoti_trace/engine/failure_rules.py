@@ -142,6 +142,7 @@ def _command(frames: Frames, run_id: str) -> str | None:
 
 # how far above its exception line the raising statement of a traceback is looked for
 RAISE_WINDOW = 8
+WRAPPED = 2  # the cited line may be the message of an exception a line or two above ('X: backend raised:' + 'Y: m')
 RAISE_BELOW = 200  # how far below it the cut traceback of an exception printed without frames is looked for
 
 
@@ -154,17 +155,38 @@ def raising_statement(finding: Finding, frames: Frames) -> Evidence | None:
     where = (pl.col("run_id") == finding.run_id) & (pl.col("path") == cited.path)
     # the exception itself, else (an exception printed without frames, whose message goes on with a cut traceback:
     # a subprocess's) the cut traceback below it
-    excs = (frames["exceptions"].filter(where & ((pl.col("lineno") == cited.line) | (
+    excs = (frames["exceptions"].filter(where & (pl.col("lineno").is_between(cited.line - WRAPPED, cited.line) | (
         pl.col("lineno").is_between(cited.line + 1, cited.line + RAISE_BELOW) & ~pl.col("complete"))))
             .filter(pl.col("raise_code").is_not_null()).sort("lineno").head(1).to_dicts())
-    statement = excs[0]["raise_code"].strip() if excs else ""
-    if not statement or any(statement in ev.text for ev in finding.evidence):
+    if excs:
+        statement, at = excs[0]["raise_code"].strip(), excs[0]["lineno"]
+        rows = (frames["lines"].filter(where & pl.col("lineno").is_between(at - RAISE_WINDOW, at + 1)
+                                       & (pl.col("text").str.strip_chars() == statement))
+                .sort("lineno").tail(1).to_dicts())
+    else:  # a traceback pasted from its last frame's code: the line above Python's caret line ('    ^^^^^^')
+        above = (frames["lines"].filter(where & pl.col("lineno").is_between(cited.line - WRAPPED - 2, cited.line - 1))
+                 .sort("lineno").select("path", "lineno", "prefix", "text", "raw").to_dicts())
+        carets = [i for i, r in enumerate(above) if i and (t := (r["text"] or "").strip()) and set(t) <= {"^", "~"}]
+        rows = [above[carets[-1] - 1]] if carets else []
+    # a bare 'raise X(' says no more than the exception's type does
+    if not rows or (statement := (rows[0]["text"] or "").strip()).startswith("raise ") \
+            or any(statement in ev.text for ev in finding.evidence):
         return None
-    at = excs[0]["lineno"]
-    rows = (frames["lines"].filter(where & pl.col("lineno").is_between(at - RAISE_WINDOW, at + 1)
-                                   & (pl.col("text").str.strip_chars() == statement))
-            .sort("lineno").tail(1).to_dicts())
-    if not rows:
+    row = rows[0]
+    return Evidence(source="lines", path=row["path"], line=row["lineno"],
+                    text=as_written(row["prefix"], row["text"], row["raw"], MAX_EVIDENCE_TEXT))
+
+
+def wrapper_line(finding: Finding, frames: Frames) -> Evidence | None:
+    """The line that announces the failure's exception, when the cited line is its message's next line
+    (``torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:`` above ``TypeError: ...``): which
+    compiler raised it is part of what failed."""
+    cited = next((ev for ev in finding.evidence if ev.source == "failures" and ev.line is not None), None)
+    if cited is None or cited.line is None or cited.line < 2:
+        return None
+    rows = (frames["lines"].filter((pl.col("run_id") == finding.run_id) & (pl.col("path") == cited.path)
+                                   & (pl.col("lineno") == cited.line - 1)).head(1).to_dicts())
+    if not rows or not (rows[0]["text"] or "").rstrip().endswith(" raised:"):
         return None
     row = rows[0]
     return Evidence(source="lines", path=row["path"], line=row["lineno"],
@@ -172,8 +194,9 @@ def raising_statement(finding: Finding, frames: Frames) -> Evidence | None:
 
 
 def describe(finding: Finding, frames: Frames) -> Finding:
-    """The remedy of a built-in failure finding, written from what the ``failures`` row holds, and the statement
-    that raised its exception as further evidence (:func:`raising_statement`)."""
+    """The remedy of a built-in failure finding, written from what the ``failures`` row holds, and as further
+    evidence the line that announced its exception (:func:`wrapper_line`) and the statement that raised it
+    (:func:`raising_statement`)."""
     f: dict[str, Any] = finding.fields
     phase = f.get("phase", "unknown")
     parts = []
@@ -195,8 +218,7 @@ def describe(finding: Finding, frames: Frames) -> Finding:
     signals = f.get("signals", "")
     if signals == "exit_code":
         parts.append("Only the exit status shows the failure: no error text was captured.")
-    raised = raising_statement(finding, frames)
+    more = [ev for ev in (wrapper_line(finding, frames), raising_statement(finding, frames)) if ev is not None]
     return replace(finding, remedy="\n".join(parts).replace("\n\n\n", "\n\n"),
-                   env_flags={**_PHASE_ENV.get(phase, {}), **finding.env_flags},
-                   evidence=[*finding.evidence, raised] if raised is not None else finding.evidence)
+                   env_flags={**_PHASE_ENV.get(phase, {}), **finding.env_flags}, evidence=[*finding.evidence, *more])
 

@@ -159,8 +159,9 @@ _ROUTES: list[tuple[str, str | None, str | None]] = [
     ("lowering", None, r"_inductor/(?:codegen|fx_passes|kernel)/"),
     # the rest of Inductor: the compile as a whole
     ("compile", None, r"(?:^|/)torch/_inductor/"),
-    # tracing: torch.export, its non-strict tracer, Dynamo, AOTAutograd
-    ("export", None, r"(?:^|/)torch/(?:export|_export|_dynamo)/"),
+    # tracing: torch.export, its non-strict tracer, Dynamo, AOTAutograd; and the ONNX exporter, which translates
+    # the traced graph (docs/families.md: an exporter rejecting the graph is an export error)
+    ("export", None, r"(?:^|/)torch/(?:export|_export|_dynamo|onnx)/"),
     ("export", r"^(?:export|_export|export_for_training|_export_for_training|draft_export|trace_export)$",
      r"(?:^|/)torch/"),
 ]

@@ -35,7 +35,7 @@ def test_backend_raised_line_puts_the_failure_in_the_compile():
 def test_triton_compilation_error_cites_the_statement_under_the_caret():
     _, f = _primary("triton-windows_28_fp8_cast_compilationerror")
     assert f.evidence[0].text.split("\n")[0] == "CompilationError: at 8:11:"
-    assert (f.evidence[1].line, f.evidence[1].text) == (11, "tmp1 = tmp0.to(tl.float32)")
+    assert (f.evidence[-1].line, f.evidence[-1].text) == (11, "tmp1 = tmp0.to(tl.float32)")
 
 
 def test_data_dependent_guard_names_the_op_whose_meta_kernel_needed_it():
@@ -81,3 +81,22 @@ def _primary_in(root: Path, case: str):
     analysis = analyze([root / case])
     assert analysis.primary is not None
     return analysis, analysis.primary
+
+
+BLIND22 = BLIND20.parent / "blind22"
+
+
+def test_failure_cites_the_wrapper_line_and_the_statement_above_the_caret():
+    # a traceback pasted from its last frame's code ('    self.wrapper_code = ...' and Python's caret line), then
+    # Dynamo's wrapper line and the exception it announces
+    _, f = _primary_in(BLIND22, "pytorch_111999_mps_inductor_nonetype_wrapper")
+    assert [(e.line, e.text.split("\n")[0].strip()) for e in f.evidence] == [
+        (5, "TypeError: 'NoneType' object is not callable"),
+        (4, "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:"),
+        (2, "self.wrapper_code = wrapper_code_gen_cls()")]
+
+
+def test_a_bare_raise_statement_is_not_cited():
+    analysis, f = _primary_in(BLIND22, "Model-Optimizer_262_onnx_legacy_rms_norm_opset20")
+    assert analysis.frames["failures"].row(0, named=True)["phase"] == "export"  # torch/onnx is the exporter
+    assert not any(e.text.strip().startswith("raise ") for e in f.evidence)
