@@ -150,13 +150,14 @@ def raising_statement(finding: Finding, frames: Frames) -> Evidence | None:
     """The statement that raised the failure's exception (the innermost traceback frame's source line, as the log
     wrote it), when the failure is an exception whose traceback shows it: the line a reader looks at next."""
     cited = next((ev for ev in finding.evidence if ev.source == "failures" and ev.line is not None), None)
-    if cited is None or frames["exceptions"].height == 0:
+    if cited is None or cited.line is None or frames["exceptions"].height == 0:
         return None
+    line = cited.line
     where = (pl.col("run_id") == finding.run_id) & (pl.col("path") == cited.path)
     # the exception itself, else (an exception printed without frames, whose message goes on with a cut traceback:
     # a subprocess's) the cut traceback below it
-    excs = (frames["exceptions"].filter(where & (pl.col("lineno").is_between(cited.line - WRAPPED, cited.line) | (
-        pl.col("lineno").is_between(cited.line + 1, cited.line + RAISE_BELOW) & ~pl.col("complete"))))
+    excs = (frames["exceptions"].filter(where & (pl.col("lineno").is_between(line - WRAPPED, line) | (
+        pl.col("lineno").is_between(line + 1, line + RAISE_BELOW) & ~pl.col("complete"))))
             .filter(pl.col("raise_code").is_not_null()).sort("lineno").head(1).to_dicts())
     if excs:
         statement, at = excs[0]["raise_code"].strip(), excs[0]["lineno"]
@@ -164,7 +165,7 @@ def raising_statement(finding: Finding, frames: Frames) -> Evidence | None:
                                        & (pl.col("text").str.strip_chars() == statement))
                 .sort("lineno").tail(1).to_dicts())
     else:  # a traceback pasted from its last frame's code: the line above Python's caret line ('    ^^^^^^')
-        above = (frames["lines"].filter(where & pl.col("lineno").is_between(cited.line - WRAPPED - 2, cited.line - 1))
+        above = (frames["lines"].filter(where & pl.col("lineno").is_between(line - WRAPPED - 2, line - 1))
                  .sort("lineno").select("path", "lineno", "prefix", "text", "raw").to_dicts())
         carets = [i for i, r in enumerate(above) if i and (t := (r["text"] or "").strip()) and set(t) <= {"^", "~"}]
         rows = [above[carets[-1] - 1]] if carets else []
