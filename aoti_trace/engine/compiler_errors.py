@@ -6,8 +6,9 @@ the compiler's own first error is a few lines above (``error: variable 'tmp_scop
 'auto' cannot appear in its own initializer``; ``clang: error: the clang compiler does not support
 '-march=native'``). The reasoner :func:`first_compiler_error` adds that line to the finding's evidence:
 
-* a ``cpp_compile_error`` finding that cites no compiler error line: the first compiler error line of the
-  ``WINDOW`` lines above its anchor (same run and file);
+* a ``cpp_compile_error`` or ``environment`` finding (a build that failed on the toolchain: a header, a library)
+  that cites no compiler error line: the first compiler error line of the ``WINDOW`` lines above its anchor (same
+  run and file);
 * a finding anchored at a compiler error line: the first line of the block of compiler error lines that ends at
   the anchor (consecutive lines, blank lines between them allowed), when it is another line.
 
@@ -66,7 +67,8 @@ def first_compiler_error(finding: Finding, frames: Frames) -> Finding:
                 break
             first = lineno
         pick = errors.filter(pl.col("lineno") == first)
-    elif finding.family == "cpp_compile_error" and not cited & set(errors.get_column("lineno").to_list()):
+    elif finding.family in ("cpp_compile_error", "environment") \
+            and not cited & set(errors.get_column("lineno").to_list()):
         pick = errors.head(1)
     else:
         return finding

@@ -30,6 +30,8 @@ Registered:
   statement that Triton's ``CompilationError: at L:C:`` points at.
 * ``missing_custom_op``, ``lowering_error``, ``export_error``, ``dtype_mismatch``, ``shape_mismatch``,
   ``device_mismatch`` -> :func:`fx_node`: the graph node that raised (FX's 'While executing %node : ... target=op').
+* ``export_error`` -> :func:`graph_break_headline`: the headline of Dynamo's graph-break report (the line above its
+  'Explanation:') for a finding anchored at its 'Developer debug context:' line.
 * ``export_error``, ``dynamic_shape_violation`` -> :func:`meta_kernel_op`: the op whose meta kernel needed a guard
   that could not be decided (fake tensor's 'failed while attempting to run meta for OP' below the anchor).
 * ``deprecated_api`` -> :func:`deprecated_call_site`: the user line that called ``torch._export.aot_compile``
@@ -150,6 +152,34 @@ def fx_node(finding: Finding, frames: Frames) -> Finding:
                  text=as_written(row["prefix"], row["text"], row["raw"], MAX_EVIDENCE_TEXT))]
     return _add(finding, fields={"fx_node": node, "fx_target": target}, evidence=evidence,
                 note=f"graph node %{node} ({target})")
+
+
+GB_WINDOW = 12  # lines above a graph-break report's debug context where its headline is looked for
+
+
+@reasoner("export_error")
+def graph_break_headline(finding: Finding, frames: Frames) -> Finding:
+    """The headline of Dynamo's graph-break report ('Unsupported Tensor.item() call with capture_scalar_outputs=
+    False', 'Data-dependent branching': the line above its 'Explanation:'), for a finding anchored at the report's
+    'Developer debug context:' line: cited, and named (field ``graph_break``)."""
+    anchor = finding.evidence[0] if finding.evidence else None
+    lines = frames["lines"]
+    if anchor is None or anchor.line is None or "Developer debug context:" not in anchor.text or lines.height == 0:
+        return finding
+    above = (lines.filter((pl.col("run_id") == finding.run_id) & (pl.col("path") == anchor.path)
+                          & pl.col("lineno").is_between(anchor.line - GB_WINDOW, anchor.line - 1))
+             .sort("lineno").select("lineno", "prefix", "text", "raw").to_dicts())
+    explanation = next((i for i in range(len(above) - 1, -1, -1)
+                        if (above[i]["text"] or "").strip().startswith("Explanation:")), None)
+    head = next((r for r in reversed(above[:explanation]) if (r["text"] or "").strip()), None) \
+        if explanation is not None else None
+    if head is None:
+        return finding
+    headline = head["text"].strip()
+    evidence = [] if any(e.line == head["lineno"] and e.path == anchor.path for e in finding.evidence) else [
+        Evidence(source="lines", path=anchor.path, line=head["lineno"],
+                 text=as_written(head["prefix"], head["text"], head["raw"], MAX_EVIDENCE_TEXT))]
+    return _add(finding, fields={"graph_break": headline[:200]}, evidence=evidence, note=headline[:120])
 
 
 # fake tensor's log line when an op's meta kernel raised while tracing (a guard on an unbacked size, mostly)

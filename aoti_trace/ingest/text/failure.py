@@ -29,6 +29,8 @@ Row = dict[str, Any]  # one row of a frame, as Polars' rows(named=True) gives it
 MAX_WHAT = 300
 # the line torch.compile prints above an error of its compiler backend, before and after the backend's name
 BACKEND_RAISED = ("backend='", "' raised:")
+# torch.compile backends that only trace (AOTAutograd, no code generation): their errors are tracing errors
+TRACING_BACKENDS = ("eager", "aot_eager")
 # logged tracebacks at these glog levels were handled (torch logs and goes on): not failure evidence on their own
 HANDLED_LEVELS = ("V", "I", "W", "D")
 # C++/runtime lines that tell the phase when no traceback does (searched in the run's error lines, bounded)
@@ -382,6 +384,12 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
     wrapper_type = str(wrappers[-1].get("exc_type") or "") if wrappers else ""
     if wrapper_type:
         head = f"{head} {wrapper_type}"
+    said = (wrappers[-1].get("message") or "").strip() if wrappers else ""
+    backend = said[len(BACKEND_RAISED[0]):-len(BACKEND_RAISED[1])] if said.startswith(BACKEND_RAISED[0]) \
+        and said.endswith(BACKEND_RAISED[1]) else (footer or {}).get("backend") or ""
+    if phase in ("unknown", "user") and backend.startswith(TRACING_BACKENDS):
+        # a backend with no compiler behind it: what failed is AOTAutograd's tracing (functionalization, fake tensors)
+        phase, source, wrapper_type = "export", f"backend='{backend}' raised it (AOTAutograd tracing, no compiler)", ""
     cpp = _cpp_origin(exc)
     if phase in ("unknown", "user") and cpp is not None and (routed := route_cpp(cpp)) is not None:
         phase, source = routed, f"C++: {cpp}"
@@ -404,7 +412,7 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
             phase, source = fatal[0]["phase"], "fault stack"
         elif asserts:
             phase, source = "run", "device-side assert"
-        elif footer is not None and footer.get("backend"):
+        elif footer is not None and footer.get("backend") and not footer["backend"].startswith(TRACING_BACKENDS):
             phase, source = "compile", f"Dynamo's error footer: backend='{footer['backend']}' raised it"
         elif footer is not None:
             phase, source = "export", "Dynamo's error footer"

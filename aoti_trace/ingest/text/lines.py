@@ -145,6 +145,11 @@ PATTERNS: dict[str, str] = {
     "error_report": (r"^Error(?: [a-z][\w ]{0,40})?: (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b"
                      # ComfyUI's report of a node that raised ('!!! Exception during processing !!! <message>')
                      r"|^!!! Exception during processing !!! \S"
+                     # an application's error-level report of a failed step ('❌ [ERROR] Error in Phase 1 (Encoding):
+                     # Data-dependent branching'): the level tag and the word say it failed
+                     r"|(?:^|\s)\[(?:ERROR|CRITICAL|FATAL)\] (?:Error|Failed|Exception)\b[^:]{0,80}: \S"
+                     # a report's header for the exception it shows next ('Original exception:', then its message)
+                     r"|^Original exception:\s*$"
                      # Dynamo's wrapper message flattened onto one line by a UI or a paste ('<node> backend='inductor'
                      # raised: FileNotFoundError: ...'): the exception it announces follows on the same line
                      r"|\bbackend='\w+' raised: (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b"

@@ -1,10 +1,13 @@
-"""Lines a finding cites besides its anchor: the statement that raised, the kernel line Triton points at, the op
-whose meta kernel needed a guard; and the phase of an error that torch.compile's backend raised. Real public logs
-(fixtures/public/blind20, after blind round 20)."""
+"""What the misses of blind rounds 20 to 23 taught, kept as behaviour: lines a finding cites besides its anchor (the
+statement that raised, the kernel line Triton points at, the op whose meta kernel needed a guard, the wrapper line,
+the graph node), phases from wrapper lines and backends, and failure signals that read "No problem found." before.
+Real public logs of fixtures/public/blind20 to blind23."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from aoti_trace.pipeline import analyze
 
@@ -100,3 +103,32 @@ def test_a_bare_raise_statement_is_not_cited():
     analysis, f = _primary_in(BLIND22, "Model-Optimizer_262_onnx_legacy_rms_norm_opset20")
     assert analysis.frames["failures"].row(0, named=True)["phase"] == "export"  # torch/onnx is the exporter
     assert not any(e.text.strip().startswith("raise ") for e in f.evidence)
+
+
+BLIND23 = BLIND20.parent / "blind23"
+
+
+@pytest.mark.parametrize("case,signal_line", [
+    ("llm-scaler_333_seedvr2_xpu_data_dependent_branching", "❌ [ERROR] Error in Phase 1 (Encoding): Data-dependent branching"),
+    ("pytorch_180845_item_capture_scalar_fullgraph", "Original exception:"),
+])
+def test_an_application_error_report_is_a_failure_and_a_graph_break_in_it_the_cause(case, signal_line):
+    analysis, f = _primary_in(BLIND23, case)
+    assert analysis.frames["failures"].row(0, named=True)["what"] == signal_line
+    assert f.rule_id == "AOTI-X011" and f.fields["graph_break"]  # the report's headline is named and cited
+
+
+def test_a_graph_break_report_in_a_run_that_did_not_fail_is_no_finding():
+    analysis = analyze([BLIND23 / "flash-attention_1386_fwd_kvcache_graph_break_warning"])
+    assert analysis.frames["failures"].height == 0 and analysis.primary is None
+
+
+def test_an_aot_eager_backend_failure_is_tracing_not_a_compile():
+    analysis, f = _primary_in(BLIND23, "pytorch_159435_custom_op_alias_annotation_functionalize")
+    row = analysis.frames["failures"].row(0, named=True)
+    assert (row["phase"], f.family) == ("export", "export_error") and "aot_eager" in row["phase_source"]
+
+
+def test_an_import_mismatch_outranks_the_lowering_exception_that_wraps_it():
+    _, f = _primary_in(BLIND23, "pytorch_127271_triton_key_import")
+    assert (f.rule_id, f.fields["mod"]) == ("AOTI-V018", "triton.compiler.compiler")
