@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 import polars as pl
 
-from aoti_trace.model.findings import clip
+from aoti_trace.model.findings import MAX_EVIDENCE_TEXT, Evidence, clip
 
 # how far below a cited exception line its message's next lines are looked for (interleaved ranks included)
 WINDOW = 200
@@ -27,6 +27,13 @@ def as_written(prefix: str | None, text: str | None, raw: str | None, limit: int
     if isinstance(raw, str) and message not in raw:
         return clip(raw, limit)
     return decoration(prefix, message, raw) + clip(message, limit)
+
+
+def cite_line(row: dict[str, Any], path: str | None) -> Evidence:
+    """Evidence for a row of the ``lines`` frame (``lineno``, ``prefix``, ``text``, ``raw``) of the file ``path``:
+    the line as the log wrote it."""
+    return Evidence(source="lines", path=path, line=row["lineno"],
+                    text=as_written(row["prefix"], row["text"], row["raw"], MAX_EVIDENCE_TEXT))
 
 
 def decoration(prefix: str | None, text: str | None, raw: str | None) -> str:

@@ -23,8 +23,8 @@ from dataclasses import replace
 
 import polars as pl
 
-from aoti_trace.engine.cited import as_written
-from aoti_trace.model.findings import MAX_EVIDENCE_TEXT, Evidence, Finding
+from aoti_trace.engine.cited import cite_line
+from aoti_trace.model.findings import Finding
 from aoti_trace.model.frames import Frames
 
 # how far above the anchor the compiler's output is looked for
@@ -75,8 +75,7 @@ def first_compiler_error(finding: Finding, frames: Frames) -> Finding:
     if pick.height == 0 or pick.item(0, "lineno") in cited:
         return finding
     row = pick.row(0, named=True)
-    item = Evidence(source="lines", path=anchor.path, line=row["lineno"],
-                    text=as_written(row["prefix"], row["text"], row["raw"], MAX_EVIDENCE_TEXT))
+    item = cite_line(row, anchor.path)
     return replace(finding, evidence=[*finding.evidence, item][:MAX_EVIDENCE])
 
 
@@ -102,7 +101,6 @@ def triton_pointed_statement(finding: Finding, frames: Frames) -> Finding:
             above = next((r for r in reversed(below[:i]) if (r["text"] or "").strip()), None)
             if above is None or any(above["lineno"] == e.line and e.path == anchor.path for e in finding.evidence):
                 return finding
-            item = Evidence(source="lines", path=anchor.path, line=above["lineno"],
-                            text=as_written(above["prefix"], above["text"], above["raw"], MAX_EVIDENCE_TEXT))
+            item = cite_line(above, anchor.path)
             return replace(finding, evidence=[*finding.evidence, item][:MAX_EVIDENCE])
     return finding

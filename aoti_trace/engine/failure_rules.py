@@ -17,9 +17,9 @@ from typing import Any
 import polars as pl
 
 from aoti_trace.engine import query
-from aoti_trace.engine.cited import as_written
+from aoti_trace.engine.cited import cite_line
 from aoti_trace.engine.schema import ColumnRef, Leaf, Rule
-from aoti_trace.model.findings import MAX_EVIDENCE_TEXT, Evidence, Finding
+from aoti_trace.model.findings import Evidence, Finding
 from aoti_trace.model.frames import Frames
 from aoti_trace.model.vocabulary import FAMILIES, PHASE_TEXT
 
@@ -174,8 +174,7 @@ def raising_statement(finding: Finding, frames: Frames) -> Evidence | None:
             or any(statement in ev.text for ev in finding.evidence):
         return None
     row = rows[0]
-    return Evidence(source="lines", path=row["path"], line=row["lineno"],
-                    text=as_written(row["prefix"], row["text"], row["raw"], MAX_EVIDENCE_TEXT))
+    return cite_line(row, row["path"])
 
 
 def wrapper_line(finding: Finding, frames: Frames) -> Evidence | None:
@@ -190,8 +189,7 @@ def wrapper_line(finding: Finding, frames: Frames) -> Evidence | None:
     if not rows or not (rows[0]["text"] or "").rstrip().endswith(" raised:"):
         return None
     row = rows[0]
-    return Evidence(source="lines", path=row["path"], line=row["lineno"],
-                    text=as_written(row["prefix"], row["text"], row["raw"], MAX_EVIDENCE_TEXT))
+    return cite_line(row, row["path"])
 
 
 def describe(finding: Finding, frames: Frames) -> Finding:

@@ -48,8 +48,8 @@ import polars as pl
 
 from aoti_trace.engine import query
 from aoti_trace.engine.compiler_errors import first_compiler_error, triton_pointed_statement
-from aoti_trace.engine.cited import as_written
-from aoti_trace.model.findings import MAX_EVIDENCE_TEXT, Evidence, Finding
+from aoti_trace.engine.cited import cite_line
+from aoti_trace.model.findings import Evidence, Finding
 from aoti_trace.model.frames import Frames
 from aoti_trace.ingest.code import CODE_ARTIFACTS, MAX_CODE_ARTIFACTS
 
@@ -148,8 +148,7 @@ def fx_node(finding: Finding, frames: Frames) -> Finding:
     row = hit[0]
     node, target = row["_m"]["1"], row["_m"]["2"]
     evidence = [] if any(e.line == row["lineno"] and e.path == anchor.path for e in finding.evidence) else [
-        Evidence(source="lines", path=anchor.path, line=row["lineno"],
-                 text=as_written(row["prefix"], row["text"], row["raw"], MAX_EVIDENCE_TEXT))]
+        cite_line(row, anchor.path)]
     return _add(finding, fields={"fx_node": node, "fx_target": target}, evidence=evidence,
                 note=f"graph node %{node} ({target})")
 
@@ -177,8 +176,7 @@ def graph_break_headline(finding: Finding, frames: Frames) -> Finding:
         return finding
     headline = head["text"].strip()
     evidence = [] if any(e.line == head["lineno"] and e.path == anchor.path for e in finding.evidence) else [
-        Evidence(source="lines", path=anchor.path, line=head["lineno"],
-                 text=as_written(head["prefix"], head["text"], head["raw"], MAX_EVIDENCE_TEXT))]
+        cite_line(head, anchor.path)]
     return _add(finding, fields={"graph_break": headline[:200]}, evidence=evidence, note=headline[:120])
 
 
@@ -204,8 +202,7 @@ def meta_kernel_op(finding: Finding, frames: Frames) -> Finding:
         return finding
     row = hit[0]
     evidence = [] if any(e.line == row["lineno"] and e.path == anchor.path for e in finding.evidence) else [
-        Evidence(source="lines", path=anchor.path, line=row["lineno"],
-                 text=as_written(row["prefix"], row["text"], row["raw"], MAX_EVIDENCE_TEXT))]
+        cite_line(row, anchor.path)]
     return _add(finding, fields={"meta_op": row["_op"]}, evidence=evidence,
                 advice=f"The guard was needed inside the meta (fake tensor) kernel of `{row['_op']}`: the call of "
                        f"that op in your model (`TORCH_LOGS=\"+dynamic\"` prints its stack) is where the size must be "
