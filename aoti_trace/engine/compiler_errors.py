@@ -4,7 +4,8 @@ A C++/Metal/CUDA build failure is often reported at the exception that wraps it 
 failed to compile``) or at one of the compiler's errors (``clang: error: unsupported option '-fopenmp'``), while
 the compiler's own first error is a few lines above (``error: variable 'tmp_scoped_0' declared with deduced type
 'auto' cannot appear in its own initializer``; ``clang: error: the clang compiler does not support
-'-march=native'``). The reasoner :func:`first_compiler_error` adds that line to the finding's evidence:
+'-march=native'``). The reasoner :func:`first_compiler_error` adds that line to the finding's evidence and quotes
+it first in the remedy:
 
 * a ``cpp_compile_error`` or ``environment`` finding (a build that failed on the toolchain: a header, a library)
   that cites no compiler error line: the first compiler error line of the ``WINDOW`` lines above its anchor (same
@@ -24,12 +25,13 @@ from dataclasses import replace
 import polars as pl
 
 from aoti_trace.engine.cited import cite_line
-from aoti_trace.model.findings import Finding
+from aoti_trace.model.findings import Finding, clip
 from aoti_trace.model.frames import Frames
 
 # how far above the anchor the compiler's output is looked for
 WINDOW = 100
 MAX_EVIDENCE = 4  # a finding's evidence items, reasoners' included (reasoners._add)
+ADVICE_TEXT = 200  # characters of a cited line quoted in the remedy
 _DRIVER = (r"^(?:[\w./\\-]*[/\\])?(?:clang|clang\+\+|gcc|g\+\+|c\+\+|cc|cc1|cc1plus|cl|nvcc|ptxas|ld|ld\.lld|lld"
            r"|metal|xcrun)(?:-[\d.]+)?(?:\.exe)?: (?:fatal |internal compiler )?error: ")
 _DIAGNOSTIC_ERROR = r"(?:^|: )(?:fatal |internal compiler )?error(?: [A-Z]*\d+)?: "
@@ -76,7 +78,9 @@ def first_compiler_error(finding: Finding, frames: Frames) -> Finding:
         return finding
     row = pick.row(0, named=True)
     item = cite_line(row, anchor.path)
-    return replace(finding, evidence=[*finding.evidence, item][:MAX_EVIDENCE])
+    first = clip((row["text"] or "").strip(), ADVICE_TEXT)
+    return replace(finding, evidence=[*finding.evidence, item][:MAX_EVIDENCE],
+                   remedy=f"The compiler's first error: `{first}`.\n\n{finding.remedy}")
 
 
 # Triton's CompilationError: 'at L:C:', the kernel source up to the statement it rejects, a caret line under it
@@ -102,5 +106,8 @@ def triton_pointed_statement(finding: Finding, frames: Frames) -> Finding:
             if above is None or any(above["lineno"] == e.line and e.path == anchor.path for e in finding.evidence):
                 return finding
             item = cite_line(above, anchor.path)
-            return replace(finding, evidence=[*finding.evidence, item][:MAX_EVIDENCE])
+            statement = clip((above["text"] or "").strip(), ADVICE_TEXT)
+            return replace(finding, evidence=[*finding.evidence, item][:MAX_EVIDENCE],
+                           remedy=f"Triton stops at `{statement}` in the generated kernel: the dtype or op of that "
+                                  f"statement is what this Triton/GPU cannot compile.\n\n{finding.remedy}")
     return finding

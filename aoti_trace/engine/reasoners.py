@@ -150,7 +150,9 @@ def fx_node(finding: Finding, frames: Frames) -> Finding:
     evidence = [] if any(e.line == row["lineno"] and e.path == anchor.path for e in finding.evidence) else [
         cite_line(row, anchor.path)]
     return _add(finding, fields={"fx_node": node, "fx_target": target}, evidence=evidence,
-                note=f"graph node %{node} ({target})")
+                note=f"graph node %{node} ({target})",
+                advice=f"It was raised while running graph node `%{node}`, a call of `{target}`: that op (and its "
+                       f"registration: kernels, fake/meta, autograd) is where to look first.")
 
 
 GB_WINDOW = 12  # lines above a graph-break report's debug context where its headline is looked for
@@ -177,7 +179,8 @@ def graph_break_headline(finding: Finding, frames: Frames) -> Finding:
     headline = head["text"].strip()
     evidence = [] if any(e.line == head["lineno"] and e.path == anchor.path for e in finding.evidence) else [
         cite_line(head, anchor.path)]
-    return _add(finding, fields={"graph_break": headline[:200]}, evidence=evidence, note=headline[:120])
+    return _add(finding, fields={"graph_break": headline[:200]}, evidence=evidence, note=headline[:120],
+                advice=f"Dynamo's report names it: \"{headline[:200]}\"; its `Hint:` lines say what to change.")
 
 
 # fake tensor's log line when an op's meta kernel raised while tracing (a guard on an unbacked size, mostly)

@@ -78,6 +78,7 @@ def test_fx_node_that_raised_is_cited_and_named():
     _, f = _primary_in(BLIND21, "TensorRT_2328_einsum_custom_op_no_autograd")
     assert (f.rule_id, f.fields["fx_node"], f.fields["fx_target"]) == ("AOTI-J012", "einsum_1", "torch.ops.tensorrt.einsum")
     assert f.evidence[-1].text.startswith("While executing %einsum_1 :")
+    assert "`%einsum_1`, a call of `torch.ops.tensorrt.einsum`" in f.remedy
 
 
 def _primary_in(root: Path, case: str):
@@ -116,6 +117,7 @@ def test_an_application_error_report_is_a_failure_and_a_graph_break_in_it_the_ca
     analysis, f = _primary_in(BLIND23, case)
     assert analysis.frames["failures"].row(0, named=True)["what"] == signal_line
     assert f.rule_id == "AOTI-X011" and f.fields["graph_break"]  # the report's headline is named and cited
+    assert f.fields["graph_break"] in f.remedy
 
 
 def test_a_graph_break_report_in_a_run_that_did_not_fail_is_no_finding():
