@@ -134,3 +134,21 @@ def test_an_aot_eager_backend_failure_is_tracing_not_a_compile():
 def test_an_import_mismatch_outranks_the_lowering_exception_that_wraps_it():
     _, f = _primary_in(BLIND23, "pytorch_127271_triton_key_import")
     assert (f.rule_id, f.fields["mod"]) == ("AOTI-V018", "triton.compiler.compiler")
+
+
+BLIND24 = BLIND20.parent / "blind24"
+
+
+def test_a_frame_line_whose_start_was_cut_is_still_a_frame():
+    # the paste begins inside the frame line: 'torch/_inductor/select_algorithm.py", line 2022, in wait_on_futures'
+    analysis, f = _primary_in(BLIND24, "pytorch_153417_wait_on_futures_keyerror")
+    exc = analysis.frames["exceptions"].row(0, named=True)
+    assert (exc["torch_file"], exc["torch_function"], exc["phase"]) == (
+        "torch/_inductor/select_algorithm.py", "wait_on_futures", "autotune")
+    assert f.family == "autotune_error"
+
+
+def test_a_cut_traceback_ending_in_user_code_above_dynamos_footer_is_a_tracing_failure():
+    case = BLIND20.parent / "blind2" / "diffusers_10290_flux_controlnet_np_ceil"
+    row = analyze([case]).frames["failures"].row(0, named=True)
+    assert (row["phase"], row["family"]) == ("export", "export_error")

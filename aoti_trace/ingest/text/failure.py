@@ -378,6 +378,10 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
                   and e.get("phase") not in (None, "unknown", "user")), None)
     if phase == "unknown" and below is not None:
         phase, source = below["phase"], f"the traceback below it ({below.get('phase_source')})"
+    # a traceback cut before its exception line, ending in the user's code, above Dynamo's error footer: the frames
+    # are the ones Dynamo was tracing ('from user code:'), not an exception of the user's own
+    if phase == "user" and exc is not None and not exc.get("complete") and footer is not None:
+        phase, source = "export", "Dynamo's error footer, below a cut traceback that ends in user code"
     head = f"{row.get('exc_type') or ''} {row['what']}"[:MAX_WHAT * 2]
     # a wrapper that announces the final exception ("BackendCompilerFailed: backend='inductor' raised:") names the phase
     wrappers = [c for c in complete[:-1] if (c.get("message") or "").rstrip().endswith("raised:")]
