@@ -14,8 +14,8 @@ it first in the remedy:
   the anchor (consecutive lines, blank lines between them allowed), when it is another line.
 
 A compiler error line is a ``compiler_diagnostic`` line that says ``error`` (``file:line:col: error: ...``,
-``error: ...``) or a compiler driver's own error (``clang: error: ...``, ``g++: fatal error: ...``); matched in
-Polars (Rust regex).
+``error: ...``), a compiler driver's own error among them (``clang: error: ...``, ``g++: fatal error: ...``: text
+ingest classifies the drivers, :mod:`aoti_trace.ingest.text.lines`); matched in Polars (Rust regex).
 """
 
 from __future__ import annotations
@@ -32,15 +32,12 @@ from aoti_trace.model.frames import Frames
 WINDOW = 100
 MAX_EVIDENCE = 4  # a finding's evidence items, reasoners' included (reasoners._add)
 ADVICE_TEXT = 200  # characters of a cited line quoted in the remedy
-_DRIVER = (r"^(?:[\w./\\-]*[/\\])?(?:clang|clang\+\+|gcc|g\+\+|c\+\+|cc|cc1|cc1plus|cl|nvcc|ptxas|ld|ld\.lld|lld"
-           r"|metal|xcrun)(?:-[\d.]+)?(?:\.exe)?: (?:fatal |internal compiler )?error: ")
 _DIAGNOSTIC_ERROR = r"(?:^|: )(?:fatal |internal compiler )?error(?: [A-Z]*\d+)?: "
 
 
 def _is_error() -> pl.Expr:
     text = pl.col("text").fill_null("").str.slice(0, 2000)
-    return (((pl.col("kind") == "compiler_diagnostic") & text.str.contains(_DIAGNOSTIC_ERROR))
-            | text.str.contains(_DRIVER))
+    return (pl.col("kind") == "compiler_diagnostic") & text.str.contains(_DIAGNOSTIC_ERROR)
 
 
 def first_compiler_error(finding: Finding, frames: Frames) -> Finding:

@@ -210,9 +210,11 @@ PATTERNS: dict[str, str] = {
         r"|C\+\+ CapturedTraceback:|#\d+ .+ from \S*:\S*$)"
     ),
     "compiler_diagnostic": (
-        # the compiler drivers by name ('clang: error: linker command failed ...', 'gcc: fatal error: ...'), and GCC's
+        # the compiler drivers by name, with a folder or a version ('clang: error: linker command failed ...',
+        # '/usr/bin/clang-15: error: ...', 'gcc: fatal error: ...', 'xcrun: error: ...'), and GCC's
         # crash on a file ('k.cpp:3:18: internal compiler error: in vect_get_vector_types_for_stmt, ...')
-        r"^(?:cc1plus|g\+\+|c\+\+|clang\+\+|clang|gcc|cc|icx|icpx|hipcc|collect2"
+        r"^(?:(?:[\w.:/\\-]*[/\\])?(?:cc1plus|cc1|g\+\+|c\+\+|clang\+\+|clang|gcc|cc|icx|icpx|hipcc|collect2|metal"
+        r"|xcrun|lld|ld\.lld)(?:-[\d.]+)?(?:\.exe)?"
         r"|/?\S+?\.(?:cpp|cc|cxx|c|h|hpp|cu|cuh)(?::\d+(?::\d+)?)?"
         r"|(?:\S*[^\w\s])?ld(?:\.\w+)?): (?:fatal |internal compiler )?error: "
         # nvcc / ptxas / nvlink ('ptxas fatal   : ...', 'nvcc fatal   : ...', 'ptxas error   : ...')

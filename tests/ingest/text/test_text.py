@@ -347,3 +347,21 @@ def test_ucx_crash_handler_is_a_fatal_signal(text, signal, lineno):
     assert faults.height == 1
     row = faults.row(0, named=True)
     assert (row["kind"], row["signal"], row["lineno"]) == ("fatal_signal", signal, lineno)
+
+
+@pytest.mark.parametrize("line,diagnostic", [
+    ("clang: error: linker command failed due to signal (use -v to see invocation)", True),
+    ("/usr/bin/clang-15: error: unsupported option '-fopenmp'", True),
+    ("C:\\ROCm\\bin\\clang.exe: error: linker command failed with exit code 1104", True),
+    ("xcrun: error: unable to find utility \"metal\", not a developer tool or in PATH", True),
+    ("cc1plus: fatal error: /tmp/x.cpp: No such file or directory", True),
+    ("/tmp/k.cpp:3:18: internal compiler error: in vect_get_vector_types_for_stmt, at tree-vect-stmts.c:12252", True),
+    # words that only look like a driver
+    ("clangd: error reading index", False),
+    ("Error: clang was not found", False),
+])
+def test_compiler_driver_lines_are_compiler_diagnostics(line, diagnostic):
+    # the drivers' own error lines (compiler_errors cites them as the first compiler error); lines built from the
+    # forms the drivers print, not a log
+    frames = read_text_bytes((line + "\n").encode(), "stderr", "r")
+    assert (frames["lines"].item(0, "kind") == "compiler_diagnostic") is diagnostic
