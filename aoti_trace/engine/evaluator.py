@@ -27,6 +27,8 @@ from aoti_trace.model.frames import TEXT_COLUMNS, Frames
 from aoti_trace.model.vocabulary import EXPLAINING_ROLES
 
 MAX_EVIDENCE = 3
+HANDLED_LEVELS = ("V", "I", "W", "D")  # log levels of a traceback torch logged and went on from
+NEIGHBOUR = 12  # lines from the cited line within which another final exception is cited beside it
 MESSAGE_LINES = 6  # an exception line's evidence: it and the next lines of its message
 UNKNOWN = "<unknown>"
 TRACE_DIR = "./torch_trace"
@@ -167,6 +169,29 @@ class _LastRows:
         return [dict(row)] if row is not None else []
 
 
+def _neighbour_exception(frames: Frames, run_id: str, anchor: Evidence) -> dict[str, Any] | None:
+    """Another exception the run ended with, printed within ``NEIGHBOUR`` lines of the cited line (a wrapper's
+    summary and its cause, two chains printed one after the other: 'TorchExportError: Failed to export ...' a few
+    lines above the 'GuardOnDataDependentSymNode' of its summary): the nearest one, so that a reader sees what the
+    run died with next to why. None when the anchor has no line, no such exception is near, or it is another
+    rank's."""
+    if anchor.line is None or anchor.path is None:
+        return None
+    rows = [r for r in query.run_rows(frames, "exceptions", run_id,
+                                      ["path", "lineno", "exc_type", "message", "is_final", "complete", "level"])
+            if r.get("is_final") and r.get("complete") and r.get("level") not in HANDLED_LEVELS
+            and r.get("path") == anchor.path and isinstance(r.get("lineno"), int) and r["lineno"] != anchor.line
+            and abs(r["lineno"] - anchor.line) <= NEIGHBOUR]
+    if not rows:
+        return None
+    near = min(rows, key=lambda r: abs(r["lineno"] - anchor.line))
+    # of the same process: in an interleaved multi-rank log, another rank's exception is not this failure's
+    ranks = dict(frames["lines"].filter((pl.col("run_id") == run_id) & (pl.col("path") == anchor.path)
+                                        & pl.col("lineno").is_in([anchor.line, near["lineno"]]))
+                 .select("lineno", "rank").iter_rows())
+    return near if ranks.get(anchor.line) == ranks.get(near["lineno"]) else None
+
+
 def _distinct(evidence: list[Evidence]) -> list[Evidence]:
     """Each citation once (an exception line can be both a predicate's row and the anchor's enclosing exception, with
     the same text; the same line cited from two frames with different texts stays twice)."""
@@ -208,6 +233,9 @@ def _finding(
         if hits and (other.frame, hits[0].get(query.ROW)) not in seen:
             evidence.append(_exception_as_written(evidence_of(other.frame, hits[0], other.leaf), frames, run_id))
             seen.add((other.frame, hits[0].get(query.ROW)))
+    near = _neighbour_exception(frames, run_id, evidence[0]) if pred.frame != "failures" else None
+    if near is not None and not any(ev.path == near["path"] and ev.line == near["lineno"] for ev in evidence):
+        evidence.append(_exception_as_written(evidence_of("exceptions", near, None), frames, run_id))
     evidence = _distinct(evidence)
     finding = Finding(
         run_id=run_id,

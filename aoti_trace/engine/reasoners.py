@@ -30,6 +30,8 @@ Registered:
   statement that Triton's ``CompilationError: at L:C:`` points at.
 * ``missing_custom_op``, ``lowering_error``, ``export_error``, ``dtype_mismatch``, ``shape_mismatch``,
   ``device_mismatch`` -> :func:`fx_node`: the graph node that raised (FX's 'While executing %node : ... target=op').
+* run-time families -> :func:`aoti_runner_call`: the AOTI runner call that reported the failure ('API call failed
+  at ... model_container_runner.cpp, line 145').
 * ``export_error`` -> :func:`graph_break_headline`: the headline of Dynamo's graph-break report (the line above its
   'Explanation:') for a finding anchored at its 'Developer debug context:' line.
 * ``export_error``, ``dynamic_shape_violation`` -> :func:`meta_kernel_op`: the op whose meta kernel needed a guard
@@ -153,6 +155,38 @@ def fx_node(finding: Finding, frames: Frames) -> Finding:
                 note=f"graph node %{node} ({target})",
                 advice=f"It was raised while running graph node `%{node}`, a call of `{target}`: that op (and its "
                        f"registration: kernels, fake/meta, autograd) is where to look first.")
+
+
+# AOTI's runner wrapping an error of the compiled model's run: 'API call failed at .../model_container_runner.cpp,
+# line 145' (the run_func_(...) call that failed)
+_AOTI_API = r"API call failed at (\S+), line (\d+)"
+API_WINDOW = 12
+
+
+@reasoner("illegal_memory_access", "triton_index_oob", "shape_mismatch", "dtype_mismatch", "device_mismatch",
+          "out_of_memory", "nan_assert", "constant_loading", "cuda_version_mismatch")
+def aoti_runner_call(finding: Finding, frames: Frames) -> Finding:
+    """The AOTI runner call that reported the failure ('API call failed at ... model_container_runner.cpp, line
+    145', below the run_func_(...) call): cited, and named (fields ``aoti_api_file``, ``aoti_api_line``) - the
+    error came out of the compiled package's run, through AOTI's C++ runner."""
+    anchor = finding.evidence[0] if finding.evidence else None
+    lines = frames["lines"]
+    if anchor is None or anchor.line is None or anchor.path is None or lines.height == 0:
+        return finding
+    hit = (lines.filter((pl.col("run_id") == finding.run_id) & (pl.col("path") == anchor.path)
+                        & pl.col("lineno").is_between(anchor.line - API_WINDOW, anchor.line + API_WINDOW))
+           .with_columns(pl.col("text").str.slice(0, 2000).str.extract_groups(_AOTI_API).alias("_m"))
+           .filter(pl.col("_m").struct.field("1").is_not_null()).sort("lineno").head(1).to_dicts())
+    if not hit:
+        return finding
+    row = hit[0]
+    file, line = row["_m"]["1"], row["_m"]["2"]
+    where = f"{file.rsplit('/', 1)[-1]}:{line}"
+    evidence = [] if any(e.line == row["lineno"] and e.path == anchor.path for e in finding.evidence) else [
+        cite_line(row, anchor.path)]
+    return _add(finding, fields={"aoti_api_file": file, "aoti_api_line": line}, evidence=evidence,
+                advice=f"It surfaced through AOTI's C++ runner ({where}): the compiled model's run failed, so rerun "
+                       "the same inputs with the checks of the ladder to place it.")
 
 
 GB_WINDOW = 12  # lines above a graph-break report's debug context where its headline is looked for

@@ -152,3 +152,26 @@ def test_a_cut_traceback_ending_in_user_code_above_dynamos_footer_is_a_tracing_f
     case = BLIND20.parent / "blind2" / "diffusers_10290_flux_controlnet_np_ceil"
     row = analyze([case]).frames["failures"].row(0, named=True)
     assert (row["phase"], row["family"]) == ("export", "export_error")
+
+
+BLIND25 = BLIND20.parent / "blind25"
+
+
+def test_a_wrapper_exception_printed_near_the_cause_is_cited_beside_it():
+    # ONNX's TorchExportError (line 3) and, in its summary, the GuardOnDataDependentSymNode that caused it (line 10)
+    _, f = _primary_in(BLIND25, "piper1-gpl_99_export_onnx_data_dependent")
+    assert f.rule_id == "AOTI-X001"
+    assert [e.line for e in f.evidence][:2] == [10, 3]
+
+
+def test_another_ranks_exception_is_not_cited_as_a_neighbour():
+    # a rank's shape error and, a line away, another rank's NCCL timeout: each finding keeps its own rank
+    case = BLIND20.parents[1] / "distributed" / "nccl_after_crash"
+    analysis = analyze([case])
+    assert analysis.primary is not None and analysis.primary.family == "shape_mismatch"
+
+
+def test_aoti_runner_call_is_cited_and_named_in_the_remedy():
+    _, f = _primary_in(BLIND25, "pair_nequip_allegro_82_aoti_multirank_ima")
+    assert f.fields["aoti_api_line"] == "145" and "model_container_runner.cpp:145" in f.remedy
+    assert any("API call failed at" in e.text for e in f.evidence)
