@@ -464,7 +464,8 @@ def test_12_grandchild_holding_the_pipes(tmp_path, monkeypatch):
         pass
     assert errors == []
     assert res.exit_code == 0
-    lines = out.splitlines()[1:]
+    # the parent's line and the grandchild's first lines race for the shared pipe: the parent's is anywhere among them
+    lines = [ln for ln in out.splitlines() if not ln.startswith("grandchild ")]
     assert lines == [f"line {i}" for i in range(len(lines))]  # no torn or lost line before the stop
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["capture"]["streams_left_open"] == ["stdout", "stderr"]
