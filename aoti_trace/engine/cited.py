@@ -29,6 +29,19 @@ def as_written(prefix: str | None, text: str | None, raw: str | None, limit: int
     return decoration(prefix, message, raw) + clip(message, limit)
 
 
+def near(lines: pl.DataFrame, run_id: str, anchor: Evidence, before: int, after: int) -> pl.DataFrame:
+    """The rows of the ``lines`` frame from ``before`` lines above the cited line ``anchor`` to ``after`` lines below
+    it (same run and file, the cited line included), in line order, of the cited line's rank only: in an interleaved
+    multi-rank log another rank's lines belong to another process, and citing them would put that rank in the
+    finding's ranks."""
+    assert anchor.line is not None
+    rows = lines.filter((pl.col("run_id") == run_id) & (pl.col("path") == anchor.path)
+                        & pl.col("lineno").is_between(anchor.line - before, anchor.line + after))
+    ranks = rows.filter(pl.col("lineno") == anchor.line).get_column("rank")
+    rank = ranks[0] if len(ranks) else None
+    return rows.filter(pl.col("rank").is_null() if rank is None else pl.col("rank") == rank).sort("lineno")
+
+
 def cite_line(row: dict[str, Any], path: str | None) -> Evidence:
     """Evidence for a row of the ``lines`` frame (``lineno``, ``prefix``, ``text``, ``raw``) of the file ``path``:
     the line as the log wrote it."""

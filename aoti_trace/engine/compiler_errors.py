@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import polars as pl
 
-from aoti_trace.engine.cited import cite_line
+from aoti_trace.engine.cited import cite_line, near
 from aoti_trace.model.findings import Finding, clip
 from aoti_trace.model.frames import Frames
 
@@ -50,9 +50,8 @@ def first_compiler_error(finding: Finding, frames: Frames) -> Finding:
     lines = frames["lines"]
     if lines.height == 0:
         return finding
-    above = (lines.filter((pl.col("run_id") == finding.run_id) & (pl.col("path") == anchor.path)
-                          & pl.col("lineno").is_between(anchor.line - WINDOW, anchor.line))
-             .sort("lineno").with_columns(_is_error().alias("_err"),
+    above = (near(lines, finding.run_id, anchor, WINDOW, 0)
+             .with_columns(_is_error().alias("_err"),
                                           (pl.col("text").fill_null("").str.strip_chars() == "").alias("_blank")))
     if above.height == 0:
         return finding
@@ -93,9 +92,8 @@ def triton_pointed_statement(finding: Finding, frames: Frames) -> Finding:
     if anchor is None or lines.height == 0:
         return finding
     assert anchor.line is not None
-    below = (lines.filter((pl.col("run_id") == finding.run_id) & (pl.col("path") == anchor.path)
-                          & pl.col("lineno").is_between(anchor.line + 1, anchor.line + WINDOW))
-             .sort("lineno").select("lineno", "prefix", "text", "raw").rows(named=True))
+    below = (near(lines, finding.run_id, anchor, 0, WINDOW).filter(pl.col("lineno") > anchor.line)
+             .select("lineno", "prefix", "text", "raw").rows(named=True))
     for i, row in enumerate(below):
         caret = (row["text"] or "").strip()
         if caret and set(caret) <= {"^", "~"}:

@@ -50,7 +50,7 @@ import polars as pl
 
 from aoti_trace.engine import query
 from aoti_trace.engine.compiler_errors import first_compiler_error, triton_pointed_statement
-from aoti_trace.engine.cited import cite_line
+from aoti_trace.engine.cited import cite_line, near
 from aoti_trace.model.findings import Evidence, Finding
 from aoti_trace.model.frames import Frames
 from aoti_trace.ingest.code import CODE_ARTIFACTS, MAX_CODE_ARTIFACTS
@@ -141,8 +141,7 @@ def fx_node(finding: Finding, frames: Frames) -> Finding:
     lines = frames["lines"]
     if anchor is None or anchor.line is None or anchor.path is None or lines.height == 0:
         return finding
-    hit = (lines.filter((pl.col("run_id") == finding.run_id) & (pl.col("path") == anchor.path)
-                        & pl.col("lineno").is_between(anchor.line, anchor.line + FX_WINDOW))
+    hit = (near(lines, finding.run_id, anchor, 0, FX_WINDOW)
            .with_columns(pl.col("text").str.slice(0, 2000).str.extract_groups(_FX_NODE).alias("_m"))
            .filter(pl.col("_m").struct.field("1").is_not_null()).sort("lineno").head(1).to_dicts())
     if not hit:
@@ -173,8 +172,7 @@ def aoti_runner_call(finding: Finding, frames: Frames) -> Finding:
     lines = frames["lines"]
     if anchor is None or anchor.line is None or anchor.path is None or lines.height == 0:
         return finding
-    hit = (lines.filter((pl.col("run_id") == finding.run_id) & (pl.col("path") == anchor.path)
-                        & pl.col("lineno").is_between(anchor.line - API_WINDOW, anchor.line + API_WINDOW))
+    hit = (near(lines, finding.run_id, anchor, API_WINDOW, API_WINDOW)
            .with_columns(pl.col("text").str.slice(0, 2000).str.extract_groups(_AOTI_API).alias("_m"))
            .filter(pl.col("_m").struct.field("1").is_not_null()).sort("lineno").head(1).to_dicts())
     if not hit:
@@ -201,9 +199,8 @@ def graph_break_headline(finding: Finding, frames: Frames) -> Finding:
     lines = frames["lines"]
     if anchor is None or anchor.line is None or "Developer debug context:" not in anchor.text or lines.height == 0:
         return finding
-    above = (lines.filter((pl.col("run_id") == finding.run_id) & (pl.col("path") == anchor.path)
-                          & pl.col("lineno").is_between(anchor.line - GB_WINDOW, anchor.line - 1))
-             .sort("lineno").select("lineno", "prefix", "text", "raw").to_dicts())
+    above = (near(lines, finding.run_id, anchor, GB_WINDOW, 0).filter(pl.col("lineno") < anchor.line)
+             .select("lineno", "prefix", "text", "raw").to_dicts())
     explanation = next((i for i in range(len(above) - 1, -1, -1)
                         if (above[i]["text"] or "").strip().startswith("Explanation:")), None)
     head = next((r for r in reversed(above[:explanation]) if (r["text"] or "").strip()), None) \
@@ -231,8 +228,7 @@ def meta_kernel_op(finding: Finding, frames: Frames) -> Finding:
     lines = frames["lines"]
     if anchor is None or anchor.source != "lines" or anchor.line is None or lines.height == 0:
         return finding
-    hit = (lines.filter((pl.col("run_id") == finding.run_id) & (pl.col("path") == anchor.path)
-                        & pl.col("lineno").is_between(anchor.line, anchor.line + META_WINDOW))
+    hit = (near(lines, finding.run_id, anchor, 0, META_WINDOW)
            .with_columns(pl.col("text").str.slice(0, 2000).str.extract(_META_OP).alias("_op"))
            .filter(pl.col("_op").is_not_null()).sort("lineno").head(1).to_dicts())
     if not hit:

@@ -125,3 +125,17 @@ def test_the_compilers_first_error_is_cited(tmp_path: Path):
         "clang: error: unsupported option '-fopenmp'\n"))
     assert evidence[0] == "clang: error: unsupported option '-fopenmp'"
     assert "clang: error: the clang compiler does not support '-march=native'" in evidence
+
+
+def test_lines_near_a_cited_line_are_of_its_rank_only():
+    # an interleaved two-rank log, built for this test from torchrun's '[rankN]:' form (not a real log)
+    from aoti_trace.engine.cited import near
+    from aoti_trace.ingest.text.reader import read_text_bytes
+    from aoti_trace.model.findings import Evidence
+
+    log = ("[rank0]: RuntimeError: a\n[rank1]: While executing %x : [num_users=1] = call_function[target=f]\n"
+           "[rank0]: While executing %y : [num_users=1] = call_function[target=g]\n").encode()
+    lines = read_text_bytes(log, "stderr", "r")["lines"]
+    run_id, path = lines.item(0, "run_id"), lines.item(0, "path")
+    rows = near(lines, run_id, Evidence(source="lines", path=path, line=1, text="RuntimeError: a"), 0, 5)
+    assert rows.get_column("lineno").to_list() == [1, 3]
