@@ -175,3 +175,21 @@ def test_aoti_runner_call_is_cited_and_named_in_the_remedy():
     _, f = _primary_in(BLIND25, "pair_nequip_allegro_82_aoti_multirank_ima")
     assert f.fields["aoti_api_line"] == "145" and "model_container_runner.cpp:145" in f.remedy
     assert any("API call failed at" in e.text for e in f.evidence)
+
+
+BLIND26 = BLIND20.parent / "blind26"
+
+
+def test_dynamos_from_user_code_block_marks_a_tracing_failure():
+    analysis, f = _primary_in(BLIND26, "xformers_720_attentionmask_torchvariable_no_type")
+    row = analysis.frames["failures"].row(0, named=True)
+    assert "torch_error_footer" in row["signals"] and (row["phase"], f.family) == ("export", "export_error")
+
+
+@pytest.mark.parametrize("case,expected", [
+    ("blind26/flash-attention_1435_fa3_pybind_graph_break", "AOTI-J015"),  # raised: the failure
+    ("blind8/sageattention_73_graph_break_pycapsule_warning", None),  # a UserWarning: torch.compile went on
+])
+def test_an_unregistered_extension_function_is_a_missing_custom_op_only_when_raised(case, expected):
+    analysis = analyze([BLIND20.parent / case])
+    assert (analysis.primary.rule_id if analysis.primary else None) == expected

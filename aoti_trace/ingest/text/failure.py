@@ -329,6 +329,10 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
         t = failed_test
         row.update(what=t["text"].split(" - ", 1)[-1] if " - " in t["text"] else t["text"], path=t["path"],
                    lineno=t["lineno"])
+    elif fatal_logs:  # a line that reports the failure itself, before the footer's guess at the message above it
+        f = fatal_logs[0]
+        row.update(what=_first_line(f["text"]), path=f["path"], lineno=f["lineno"])
+        logged_by = (f.get("src") or "").rpartition(":")[0]
     elif footer is not None:
         row.update(what=footer.get("message") or "a torch.compile / torch.export error (its message is above "
                         f"torch's footer: '{footer['text'][:60]}')", path=footer["path"], lineno=footer["lineno"],
@@ -344,10 +348,6 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
         k = known[0]
         row.update(what=_first_line(k["text"]), path=k["path"], lineno=k["lineno"])
         said_known = lookup(line_message(k["text"]))
-    elif fatal_logs:
-        f = fatal_logs[0]
-        row.update(what=_first_line(f["text"]), path=f["path"], lineno=f["lineno"])
-        logged_by = (f.get("src") or "").rpartition(":")[0]
     elif aborts:
         a = aborts[0]
         row.update(what="the process aborted (SIGABRT): a debugger backtrace passes through abort()", path=a["path"],

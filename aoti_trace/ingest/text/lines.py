@@ -131,6 +131,8 @@ PATTERNS: dict[str, str] = {
         r"|^Set torch\._dynamo\.config\.verbose=True for more information"
         r"|^You can suppress this exception and fall back to eager by setting:"
         r"|^The error above occurred when calling torch\.export\.export"
+        # the user frames Dynamo appends to the message of an error raised while it traced ('from user code:')
+        r"|^from user code:\s*$"
     ),
     # the line that introduces a stack printed for information, not a traceback (Dynamo's graph-break report,
     # 'Graph break in user code at f:l' / 'Reason: ...' / 'User code traceback:', lists frames and no exception)
