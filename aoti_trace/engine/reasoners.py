@@ -126,6 +126,26 @@ def launch_blocking(finding: Finding, frames: Frames) -> Finding:
     )
 
 
+def _line_near(finding: Finding, frames: Frames, before: int, after: int, pattern: str
+               ) -> tuple[dict[str, Any], list[str], list[Evidence]] | None:
+    """The first line within ``before``/``after`` lines of the finding's first cited line (its rank only) that
+    matches ``pattern`` (Rust regex, on at most 2,000 characters): the row, the pattern's groups, and the evidence
+    to add for it (nothing when the finding cites that line already)."""
+    anchor = finding.evidence[0] if finding.evidence else None
+    lines = frames["lines"]
+    if anchor is None or anchor.line is None or anchor.path is None or lines.height == 0:
+        return None
+    hit = (near(lines, finding.run_id, anchor, before, after)
+           .with_columns(pl.col("text").str.slice(0, 2000).str.extract_groups(pattern).alias("_m"))
+           .filter(pl.col("_m").struct.field("1").is_not_null()).head(1).to_dicts())
+    if not hit:
+        return None
+    row = hit[0]
+    groups = [row["_m"][k] for k in sorted(row["_m"], key=int)]
+    cited = any(e.line == row["lineno"] and e.path == anchor.path for e in finding.evidence)
+    return row, groups, [] if cited else [cite_line(row, anchor.path)]
+
+
 # FX's note on an exception raised while it ran a node ('While executing %einsum_1 : [num_users=1] =
 # call_function[target=torch.ops.tensorrt.einsum](args = ...)'): the graph node, and the op, that raised
 _FX_NODE = r"^While executing %(\w+) : .*?target=([\w.:]+)"
@@ -137,19 +157,10 @@ FX_WINDOW = 12  # lines below the finding's anchor where that note is looked for
 def fx_node(finding: Finding, frames: Frames) -> Finding:
     """The graph node that raised, from FX's 'While executing %node : ... target=op' note below the error: cited,
     and named (fields ``fx_node``, ``fx_target``)."""
-    anchor = finding.evidence[0] if finding.evidence else None
-    lines = frames["lines"]
-    if anchor is None or anchor.line is None or anchor.path is None or lines.height == 0:
+    found = _line_near(finding, frames, 0, FX_WINDOW, _FX_NODE)
+    if found is None:
         return finding
-    hit = (near(lines, finding.run_id, anchor, 0, FX_WINDOW)
-           .with_columns(pl.col("text").str.slice(0, 2000).str.extract_groups(_FX_NODE).alias("_m"))
-           .filter(pl.col("_m").struct.field("1").is_not_null()).sort("lineno").head(1).to_dicts())
-    if not hit:
-        return finding
-    row = hit[0]
-    node, target = row["_m"]["1"], row["_m"]["2"]
-    evidence = [] if any(e.line == row["lineno"] and e.path == anchor.path for e in finding.evidence) else [
-        cite_line(row, anchor.path)]
+    _, (node, target), evidence = found
     return _add(finding, fields={"fx_node": node, "fx_target": target}, evidence=evidence,
                 note=f"graph node %{node} ({target})",
                 advice=f"It was raised while running graph node `%{node}`, a call of `{target}`: that op (and its "
@@ -168,20 +179,11 @@ def aoti_runner_call(finding: Finding, frames: Frames) -> Finding:
     """The AOTI runner call that reported the failure ('API call failed at ... model_container_runner.cpp, line
     145', below the run_func_(...) call): cited, and named (fields ``aoti_api_file``, ``aoti_api_line``) - the
     error came out of the compiled package's run, through AOTI's C++ runner."""
-    anchor = finding.evidence[0] if finding.evidence else None
-    lines = frames["lines"]
-    if anchor is None or anchor.line is None or anchor.path is None or lines.height == 0:
+    found = _line_near(finding, frames, API_WINDOW, API_WINDOW, _AOTI_API)
+    if found is None:
         return finding
-    hit = (near(lines, finding.run_id, anchor, API_WINDOW, API_WINDOW)
-           .with_columns(pl.col("text").str.slice(0, 2000).str.extract_groups(_AOTI_API).alias("_m"))
-           .filter(pl.col("_m").struct.field("1").is_not_null()).sort("lineno").head(1).to_dicts())
-    if not hit:
-        return finding
-    row = hit[0]
-    file, line = row["_m"]["1"], row["_m"]["2"]
+    _, (file, line), evidence = found
     where = f"{file.rsplit('/', 1)[-1]}:{line}"
-    evidence = [] if any(e.line == row["lineno"] and e.path == anchor.path for e in finding.evidence) else [
-        cite_line(row, anchor.path)]
     return _add(finding, fields={"aoti_api_file": file, "aoti_api_line": line}, evidence=evidence,
                 advice=f"It surfaced through AOTI's C++ runner ({where}): the compiled model's run failed, so rerun "
                        "the same inputs with the checks of the ladder to place it.")
@@ -224,20 +226,14 @@ def meta_kernel_op(finding: Finding, frames: Frames) -> Finding:
     """The op whose meta kernel needed the failing guard: fake tensor logs 'failed while attempting to run meta for
     aten.slice_copy.Tensor' just below the shape engine's 'failed during evaluate_expr(...)'. Names the op (field
     ``meta_op``), cites that line, and says where to look."""
-    anchor = finding.evidence[0] if finding.evidence else None
-    lines = frames["lines"]
-    if anchor is None or anchor.source != "lines" or anchor.line is None or lines.height == 0:
+    if not finding.evidence or finding.evidence[0].source != "lines":
         return finding
-    hit = (near(lines, finding.run_id, anchor, 0, META_WINDOW)
-           .with_columns(pl.col("text").str.slice(0, 2000).str.extract(_META_OP).alias("_op"))
-           .filter(pl.col("_op").is_not_null()).sort("lineno").head(1).to_dicts())
-    if not hit:
+    found = _line_near(finding, frames, 0, META_WINDOW, _META_OP)
+    if found is None:
         return finding
-    row = hit[0]
-    evidence = [] if any(e.line == row["lineno"] and e.path == anchor.path for e in finding.evidence) else [
-        cite_line(row, anchor.path)]
-    return _add(finding, fields={"meta_op": row["_op"]}, evidence=evidence,
-                advice=f"The guard was needed inside the meta (fake tensor) kernel of `{row['_op']}`: the call of "
+    _, (op,), evidence = found
+    return _add(finding, fields={"meta_op": op}, evidence=evidence,
+                advice=f"The guard was needed inside the meta (fake tensor) kernel of `{op}`: the call of "
                        f"that op in your model (`TORCH_LOGS=\"+dynamic\"` prints its stack) is where the size must be "
                        "known or checked.")
 
