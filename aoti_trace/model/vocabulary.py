@@ -135,6 +135,8 @@ _ROUTES: list[tuple[str, str | None, str | None]] = [
      r"(?:_inductor/package/package|export/pt2_archive/_package|_export/__init__|_inductor/aoti_runner\w*)\.py$"),
     ("load", r"^(?:aoti_load_package|load_package|load_pt2|_load_aoti|aot_load|load|<dictcomp>|__init__)$",
      r"(?:_inductor/__init__|_inductor/package/package|export/pt2_archive/_package|_export/__init__)\.py$"),
+    # torch.export.save writes a .pt2 too
+    ("package", r"^save$", r"(?:^|/)torch/(?:_export|export)/__init__\.py$"),
     ("package", r"^(?:package_aoti|_package_aoti_files|package_pt2|_package_\w+|save_pt2|compile_so)$",
      r"(?:_inductor/package/package|export/pt2_archive/_package|_inductor/package/\w+)\.py$"),
     ("package", None, r"(?:_inductor/package/|export/pt2_archive/)"),

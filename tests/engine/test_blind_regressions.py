@@ -193,3 +193,11 @@ def test_dynamos_from_user_code_block_marks_a_tracing_failure():
 def test_an_unregistered_extension_function_is_a_missing_custom_op_only_when_raised(case, expected):
     analysis = analyze([BLIND20.parent / case])
     assert (analysis.primary.rule_id if analysis.primary else None) == expected
+
+
+BLIND27 = BLIND20.parent / "blind27"
+
+
+def test_torch_export_save_is_the_package_phase():
+    analysis, f = _primary_in(BLIND27, "pytorch_110169_export_save_bytes")
+    assert analysis.frames["failures"].row(0, named=True)["phase"] == "package" and f.family == "package_error"
