@@ -211,10 +211,17 @@ def _with_message(lines: pl.DataFrame, footers: pl.DataFrame, window: int = 80) 
             start -= 1
         row["message"] = block[start].strip()[:MAX_WHAT] if start < len(block) else None
         # "backend='inductor' raised:" above the message: the error came from the compiler backend, not from tracing
-        row["backend"] = next((t[len(BACKEND_RAISED[0]):-len(BACKEND_RAISED[1])] for t in map(str.strip, block)
-                               if t.startswith(BACKEND_RAISED[0]) and t.endswith(BACKEND_RAISED[1])), None)
+        row["backend"] = next((b for b in map(_backend_named, block) if b), None)
         out.append(row)
     return pl.DataFrame(out, schema={**footers.schema, "message": pl.String, "backend": pl.String})
+
+
+def _backend_named(text: str | None) -> str | None:
+    """The backend a ``backend='inductor' raised:`` line names, else None."""
+    t = (text or "").strip()
+    if t.startswith(BACKEND_RAISED[0]) and t.endswith(BACKEND_RAISED[1]):
+        return t[len(BACKEND_RAISED[0]):-len(BACKEND_RAISED[1])]
+    return None
 
 
 def _typed_phase(head: str, exc_type: str, wrapper_type: str) -> str | None:
@@ -388,9 +395,8 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
     wrapper_type = str(wrappers[-1].get("exc_type") or "") if wrappers else ""
     if wrapper_type:
         head = f"{head} {wrapper_type}"
-    said = (wrappers[-1].get("message") or "").strip() if wrappers else ""
-    backend = said[len(BACKEND_RAISED[0]):-len(BACKEND_RAISED[1])] if said.startswith(BACKEND_RAISED[0]) \
-        and said.endswith(BACKEND_RAISED[1]) else (footer or {}).get("backend") or ""
+    backend = (_backend_named(wrappers[-1].get("message")) if wrappers else None) or (footer or {}).get("backend") \
+        or ""
     if phase in ("unknown", "user") and backend.startswith(TRACING_BACKENDS):
         # a backend with no compiler behind it: what failed is AOTAutograd's tracing (functionalization, fake tensors)
         phase, source, wrapper_type = "export", f"backend='{backend}' raised it (AOTAutograd tracing, no compiler)", ""
