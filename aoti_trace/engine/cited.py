@@ -42,6 +42,12 @@ def near(lines: pl.DataFrame, run_id: str, anchor: Evidence, before: int, after:
     return rows.filter(pl.col("rank").is_null() if rank is None else pl.col("rank") == rank).sort("lineno")
 
 
+def is_caret_line(text: str | None) -> bool:
+    """A line that only marks a column of the line above (Python's '    ^^^^~~~~', Triton's '    ^')."""
+    t = (text or "").strip()
+    return bool(t) and set(t) <= {"^", "~"}
+
+
 def cite_line(row: dict[str, Any], path: str | None) -> Evidence:
     """Evidence for a row of the ``lines`` frame (``lineno``, ``prefix``, ``text``, ``raw``) of the file ``path``:
     the line as the log wrote it."""

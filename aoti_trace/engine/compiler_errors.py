@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import polars as pl
 
-from aoti_trace.engine.cited import cite_line, near
+from aoti_trace.engine.cited import cite_line, is_caret_line, near
 from aoti_trace.model.findings import Finding, clip
 from aoti_trace.model.frames import Frames
 
@@ -95,8 +95,7 @@ def triton_pointed_statement(finding: Finding, frames: Frames) -> Finding:
     below = (near(lines, finding.run_id, anchor, 0, WINDOW).filter(pl.col("lineno") > anchor.line)
              .select("lineno", "prefix", "text", "raw").rows(named=True))
     for i, row in enumerate(below):
-        caret = (row["text"] or "").strip()
-        if caret and set(caret) <= {"^", "~"}:
+        if is_caret_line(row["text"]):
             above = next((r for r in reversed(below[:i]) if (r["text"] or "").strip()), None)
             if above is None or any(above["lineno"] == e.line and e.path == anchor.path for e in finding.evidence):
                 return finding

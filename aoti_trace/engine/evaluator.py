@@ -24,10 +24,9 @@ from aoti_trace.engine.reasoners import enrich
 from aoti_trace.engine.schema import PLACEHOLDER_RE, ColumnRef, Leaf, Rule, TorchRange
 from aoti_trace.model.findings import MAX_EVIDENCE_TEXT, Evidence, Finding, clip
 from aoti_trace.model.frames import TEXT_COLUMNS, Frames
-from aoti_trace.model.vocabulary import EXPLAINING_ROLES
+from aoti_trace.model.vocabulary import EXPLAINING_ROLES, HANDLED_LEVELS
 
 MAX_EVIDENCE = 3
-HANDLED_LEVELS = ("V", "I", "W", "D")  # log levels of a traceback torch logged and went on from
 NEIGHBOUR = 12  # lines from the cited line within which another final exception is cited beside it
 MESSAGE_LINES = 6  # an exception line's evidence: it and the next lines of its message
 UNKNOWN = "<unknown>"

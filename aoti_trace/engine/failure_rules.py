@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from aoti_trace.engine import query
-from aoti_trace.engine.cited import cite_line
+from aoti_trace.engine.cited import cite_line, is_caret_line, near
 from aoti_trace.engine.schema import ColumnRef, Leaf, Rule
 from aoti_trace.model.findings import Evidence, Finding
 from aoti_trace.model.frames import Frames
@@ -167,7 +167,7 @@ def raising_statement(finding: Finding, frames: Frames) -> Evidence | None:
     else:  # a traceback pasted from its last frame's code: the line above Python's caret line ('    ^^^^^^')
         above = (frames["lines"].filter(where & pl.col("lineno").is_between(line - WRAPPED - 2, line - 1))
                  .sort("lineno").select("path", "lineno", "prefix", "text", "raw").to_dicts())
-        carets = [i for i, r in enumerate(above) if i and (t := (r["text"] or "").strip()) and set(t) <= {"^", "~"}]
+        carets = [i for i, r in enumerate(above) if i and is_caret_line(r["text"])]
         rows = [above[carets[-1] - 1]] if carets else []
     # a bare 'raise X(' says no more than the exception's type does
     if not rows or (statement := (rows[0]["text"] or "").strip()).startswith("raise ") \
@@ -184,8 +184,7 @@ def wrapper_line(finding: Finding, frames: Frames) -> Evidence | None:
     cited = next((ev for ev in finding.evidence if ev.source == "failures" and ev.line is not None), None)
     if cited is None or cited.line is None or cited.line < 2:
         return None
-    rows = (frames["lines"].filter((pl.col("run_id") == finding.run_id) & (pl.col("path") == cited.path)
-                                   & (pl.col("lineno") == cited.line - 1)).head(1).to_dicts())
+    rows = near(frames["lines"], finding.run_id, cited, 1, 0).filter(pl.col("lineno") == cited.line - 1).to_dicts()
     if not rows or not (rows[0]["text"] or "").rstrip().endswith(" raised:"):
         return None
     row = rows[0]

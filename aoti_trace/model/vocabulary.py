@@ -52,6 +52,9 @@ FAMILIES: tuple[str, ...] = get_args(Family)
 # Families that say how a process died, not why (the ladder keeps climbing past a finding of these).
 CARRIER_FAMILIES: frozenset[str] = frozenset({"segfault", "log_damage"})
 
+# Log levels of a line (or a logged traceback) that torch, or ExecuTorch, wrote and went on from: not an error.
+HANDLED_LEVELS: tuple[str, ...] = ("V", "I", "W", "D")
+
 # Where in the life of an AOTI model a failure happened.
 Phase = Literal["export", "compile", "lowering", "autotune", "build", "package", "load", "run", "user", "unknown"]
 PHASES: tuple[str, ...] = get_args(Phase)

@@ -22,8 +22,8 @@ from aoti_trace.model.frames import Frames, conform, empty
 from aoti_trace.ingest.text.lines import PATTERNS, guard_of
 from aoti_trace.ingest.text.known_messages import KnownMessage, error_lines, line_message, lookup
 from aoti_trace.ingest.text.prematch import Haystack
-from aoti_trace.model.vocabulary import (CPP_ORIGIN, FAMILIES, PHASE_FAMILY, module_family, route_cpp,
-                                   route_phase)
+from aoti_trace.model.vocabulary import (CPP_ORIGIN, FAMILIES, HANDLED_LEVELS, PHASE_FAMILY, module_family,
+                                         route_cpp, route_phase)
 
 Row = dict[str, Any]  # one row of a frame, as Polars' rows(named=True) gives it
 MAX_WHAT = 300
@@ -32,7 +32,6 @@ BACKEND_RAISED = ("backend='", "' raised:")
 # torch.compile backends that only trace (AOTAutograd, no code generation): their errors are tracing errors
 TRACING_BACKENDS = ("eager", "aot_eager")
 # logged tracebacks at these glog levels were handled (torch logs and goes on): not failure evidence on their own
-HANDLED_LEVELS = ("V", "I", "W", "D")
 # C++/runtime lines that tell the phase when no traceback does (searched in the run's error lines, bounded)
 TEXT_PHASES: list[tuple[str, str]] = [
     ("run", r"run_func_\(|AOTInductorModelContainerRun\b|AOTIModelContainerRunner\w*::run\b"),

@@ -26,6 +26,8 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
+from aoti_trace.model.vocabulary import HANDLED_LEVELS
+
 MIN_LITERAL = 16
 MAX_MESSAGE = 4096
 # a line is failure evidence when it matches an error template with at least this much literal text (stripped pieces)
@@ -38,7 +40,6 @@ MAX_CANDIDATES = 2000  # lines looked up per call of error_lines, at most (the f
 SMALL_CANDIDATES = 64
 # line kinds that can carry a pasted error message (not tracebacks, warnings, noise, generated code)
 EVIDENCE_KINDS = ("plain", "exception", "cpp_error", "printer", "torch_log")
-HANDLED_LEVELS = ("V", "I", "W", "D")  # a line logged at these levels is not an error, whatever it says
 # ExecuTorch's checks that return false to a caller that may try again (executorch#7170: logged, then it ran fine)
 SOFT_KINDS = ("et_return_false",)
 # the kind of platform.jsonl's messages (runtimes, compilers, linkers, the loader): matched anywhere in a line
