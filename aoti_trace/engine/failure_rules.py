@@ -28,7 +28,8 @@ GUIDE = "guides/unexplained/failure.md"
 # rule id, name, family (failures.family), title
 _TABLE: list[tuple[str, str, str, str]] = [
     ("AOTI-U001", "failure-unexplained", "unexplained", "The run failed and no rule explains why"),
-    ("AOTI-U002", "failure-in-export", "export_error", "torch.export failed with an error no specific rule explains"),
+    ("AOTI-U002", "failure-in-export", "export_error",
+     "Tracing or exporting the model failed with an error no specific rule explains"),
     ("AOTI-U003", "failure-in-compile", "lowering_error",
      "The Inductor compile failed with an error no specific rule explains"),
     ("AOTI-U004", "failure-in-autotune", "autotune_error", "Autotuning failed with an error no specific rule explains"),
@@ -88,6 +89,15 @@ _NEXT: dict[str, str] = {
         "is the construct to change (data-dependent Python control flow -> `torch.cond`; NumPy or Python side effects "
         "on tensors -> tensor ops; an unsupported op). `torch.export.draft_export(model, args)` lists every problem "
         "at once; non-strict export (`strict=False`) avoids TorchDynamo's limits."
+    ),
+    # a failure raised inside torch/onnx: the ONNX exporter (its legacy TorchScript path does not go through
+    # torch.export, so the export advice above does not apply)
+    "export_onnx": (
+        "The ONNX exporter (`torch.onnx.export`) could not convert the model. An `UnsupportedOperatorError` names the "
+        "op and the opset: raise `opset_version` if a newer opset has the op, register a symbolic function for it "
+        "(`torch.onnx.register_custom_op_symbolic`), or export with `dynamo=True` (torch >= 2.5), which traces with "
+        "torch.export and covers more ops. Otherwise the last frame in your model in the traceback is the construct "
+        "to change."
     ),
     "compile": (
         "Inductor raised while compiling the exported program. Check the `inductor_configs` you pass, rerun with "
@@ -191,6 +201,13 @@ def wrapper_line(finding: Finding, frames: Frames) -> Evidence | None:
     return cite_line(row, row["path"])
 
 
+def _onnx(fields: dict[str, Any]) -> bool:
+    """Whether the failure was raised by the ONNX exporter: its raising frame is in torch/onnx/, or its exception is
+    one of ``torch.onnx.errors``."""
+    return "torch/onnx/" in (fields.get("phase_source") or "") or (fields.get("exc_type") or "").startswith(
+        "torch.onnx.")
+
+
 def describe(finding: Finding, frames: Frames) -> Finding:
     """The remedy of a built-in failure finding, written from what the ``failures`` row holds, and as further
     evidence the line that announced its exception (:func:`wrapper_line`) and the statement that raised it
@@ -200,13 +217,16 @@ def describe(finding: Finding, frames: Frames) -> Finding:
     parts = []
     where = PHASE_TEXT.get(phase, phase)
     source = f.get("phase_source")
+    advice = _NEXT.get(phase, _NEXT["unknown"])
+    if phase == "export" and _onnx(f):
+        where, advice = "the ONNX exporter (torch.onnx)", _NEXT["export_onnx"]
     parts.append(f"Failed in {where}" + (f" ({source})." if source else "."))
     if f.get("user_file"):
         site = f"{f['user_file']}:{f['user_line']}" if f.get("user_line") else f["user_file"]
         code = f" — `{f['user_code'].strip()}`" if f.get("user_code") else ""
         parts.append(f"Your code: `{site}`{code}.")
     parts.append("")
-    parts.append(_NEXT.get(phase, _NEXT["unknown"]))
+    parts.append(advice)
     if phase != "user":
         command = _command(frames, finding.run_id)
         ladder = f"aoti-trace ladder -- {command}" if command else "aoti-trace ladder -- <your command>"

@@ -283,6 +283,21 @@ def test_run_failure_reruns_with_input_checks_and_names_the_ladder(tmp_path):
     assert "aoti-trace ladder --" in p.remedy
 
 
+def test_onnx_exporter_failure_gets_onnx_advice_not_torch_export_advice():
+    # the legacy ONNX exporter (torch/onnx/utils.py) does not go through torch.export: no draft_export advice
+    tb = ('Traceback (most recent call last):\n  File "export.py", line 3, in <module>\n    torch.onnx.export(m, x, "m.onnx")\n'
+          '  File "/usr/lib/python3/site-packages/torch/onnx/utils.py", line 1967, in _run_symbolic_function\n'
+          '    raise errors.UnsupportedOperatorError(\n'
+          "torch.onnx.errors.UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset "
+          "version 20 is not supported.\n")
+    onnx = evaluate(RuleSet(rules=[]), text_frames(tb))[0]
+    assert onnx.family == "export_error" and "ONNX exporter" in onnx.remedy
+    assert "draft_export" not in onnx.remedy and "opset_version" in onnx.remedy
+    plain = evaluate(RuleSet(rules=[]), text_frames(tb.replace("torch/onnx/utils.py", "torch/export/_trace.py")
+                                                    .replace("torch.onnx.errors.UnsupportedOperatorError", "RuntimeError")))[0]
+    assert plain.family == "export_error" and "draft_export" in plain.remedy and "ONNX" not in plain.remedy
+
+
 # ---------------------------------------------------------------------------------------------- every fixture log
 
 # Independent of the tool's own classification: lines that any reader would call failure evidence.
