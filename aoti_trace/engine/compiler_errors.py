@@ -20,12 +20,13 @@ ingest classifies the drivers, :mod:`aoti_trace.ingest.text.lines`); matched in 
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import polars as pl
 
 from aoti_trace.engine.cited import cite_line, is_caret_line, near
-from aoti_trace.model.findings import Finding, clip
+from aoti_trace.model.findings import Evidence, Finding, clip
 from aoti_trace.model.frames import Frames
 
 # how far above the anchor the compiler's output is looked for
@@ -89,8 +90,10 @@ def triton_pointed_statement(finding: Finding, frames: Frames) -> Finding:
     is left to read (``tmp1 = tmp0.to(tl.float32)``: a cast this GPU's Triton cannot make)."""
     anchor = next((e for e in finding.evidence if _TRITON_AT in e.text and e.line is not None and e.path), None)
     lines = frames["lines"]
-    if anchor is None or lines.height == 0:
+    if lines.height == 0:
         return finding
+    if anchor is None:
+        return _pointed_above(finding, frames)
     assert anchor.line is not None
     below = (near(lines, finding.run_id, anchor, 0, WINDOW).filter(pl.col("lineno") > anchor.line)
              .select("lineno", "prefix", "text", "raw").rows(named=True))
@@ -99,9 +102,40 @@ def triton_pointed_statement(finding: Finding, frames: Frames) -> Finding:
             above = next((r for r in reversed(below[:i]) if (r["text"] or "").strip()), None)
             if above is None or any(above["lineno"] == e.line and e.path == anchor.path for e in finding.evidence):
                 return finding
-            item = cite_line(above, anchor.path)
-            statement = clip((above["text"] or "").strip(), ADVICE_TEXT)
-            return replace(finding, evidence=[*finding.evidence, item][:MAX_EVIDENCE],
-                           remedy=f"Triton stops at `{statement}` in the generated kernel: the dtype or op of that "
-                                  f"statement is what this Triton/GPU cannot compile.\n\n{finding.remedy}")
+            return _with_statement(finding, cite_line(above, anchor.path), above["text"])
     return finding
+
+
+# the end of Triton's error header when an application re-wraps it ("RuntimeError: Worker failed with error 'at 1:0:")
+_AT_END = re.compile(r"\bat \d+:\d+:\s*$")
+_KERNEL_DEF = re.compile(r"^def (\w{1,200})\(")
+
+
+def _pointed_above(finding: Finding, frames: Frames) -> Finding:
+    """For a finding that cites the error under Triton's pointer (``ValueError("type fp8e4nv not supported ...")``
+    below ``at 1:0:``, the statement and the caret line): the statement pointed at, from the three lines above."""
+    cited = next((e for e in finding.evidence if e.line is not None and e.path), None)
+    if cited is None or cited.line is None or cited.line < 4:
+        return finding
+    rows = {r["lineno"]: r for r in near(frames["lines"], finding.run_id, cited, 3, 0)
+            .select("lineno", "prefix", "text", "raw").rows(named=True)}
+    at, statement, caret = (rows.get(cited.line - k) for k in (3, 2, 1))
+    if at is None or statement is None or caret is None or not is_caret_line(caret["text"]) \
+            or not _AT_END.search((at["text"] or "")[-40:]) or not (statement["text"] or "").strip():
+        return finding
+    if any(statement["lineno"] == e.line and e.path == cited.path for e in finding.evidence):
+        return finding
+    return _with_statement(finding, cite_line(statement, cited.path), statement["text"])
+
+
+def _with_statement(finding: Finding, item: Evidence, text: str | None) -> Finding:
+    """The finding with the kernel statement Triton pointed at cited, and named first in the remedy."""
+    statement = clip((text or "").strip(), ADVICE_TEXT)
+    kernel = _KERNEL_DEF.match(statement)
+    if kernel:
+        lead = (f"Triton rejects the kernel `{kernel.group(1)}` as a whole (it points at its `def`): its argument "
+                "dtypes or its configuration are what this Triton/GPU cannot compile.")
+    else:
+        lead = (f"Triton stops at `{statement}` in the kernel: the dtype or op of that statement is what this "
+                "Triton/GPU cannot compile.")
+    return replace(finding, evidence=[*finding.evidence, item][:MAX_EVIDENCE], remedy=f"{lead}\n\n{finding.remedy}")

@@ -58,6 +58,8 @@ from aoti_trace.ingest.code import CODE_ARTIFACTS, MAX_CODE_ARTIFACTS
 Reasoner = Callable[[Finding, Frames], Finding]
 REASONERS: dict[str, list[Reasoner]] = {
     "cpp_compile_error": [first_compiler_error, triton_pointed_statement], "environment": [first_compiler_error],
+    # a dtype or instruction the GPU lacks is often reported by Triton's compiler, pointing at the kernel
+    "cuda_version_mismatch": [triton_pointed_statement],
 }
 
 
@@ -214,6 +216,33 @@ def graph_break_headline(finding: Finding, frames: Frames) -> Finding:
         cite_line(head, anchor.path)]
     return _add(finding, fields={"graph_break": headline[:200]}, evidence=evidence, note=headline[:120],
                 advice=f"Dynamo's report names it: \"{headline[:200]}\"; its `Hint:` lines say what to change.")
+
+
+# Inductor's LoweringException lists the node it was lowering below its message ('  target: aten.mm.default',
+# then '  args[0]: TensorBox(...)'): the op that failed to lower, or that autotuning found no kernel for
+_LOWERING_TARGET = r"^\s*target: ([\w.:]+)\s*$"
+TARGET_WINDOW = 8  # lines below the finding's anchor where that line is looked for
+
+
+@reasoner("lowering_error", "autotune_error")
+def lowering_target(finding: Finding, frames: Frames) -> Finding:
+    """The op Inductor was lowering when it failed: the ``target: op`` line of a LoweringException, just below its
+    message. Names the op (field ``lowering_target``), cites that line, and says where to look."""
+    found = _line_near(finding, frames, 0, TARGET_WINDOW, _LOWERING_TARGET)
+    if found is None:
+        return finding
+    _, (op,), evidence = found
+    if finding.family == "autotune_error":
+        advice = (f"The op without a usable kernel is `{op}` (the `args[...]` lines below it give its inputs' "
+                  "dtypes, sizes and strides): those are what the candidates could not handle.")
+        if "flex_attention" in op:  # its templates have no ATen fallback
+            advice += (" FlexAttention has no ATen fallback: smaller blocks (`kernel_options={\"BLOCK_M\": 32, "
+                       "\"BLOCK_N\": 32, \"num_stages\": 1}`) fit GPUs with less shared memory.")
+    else:
+        advice = (f"Inductor failed while lowering `{op}` (the `args[...]` lines below it give its inputs' "
+                  "layouts): a call of that op in your model is the place to change or to reduce to a repro.")
+    return _add(finding, fields={"lowering_target": op}, evidence=evidence, note=f"while lowering {op}",
+                advice=advice)
 
 
 # fake tensor's log line when an op's meta kernel raised while tracing (a guard on an unbacked size, mostly)

@@ -201,3 +201,34 @@ BLIND27 = BLIND20.parent / "blind27"
 def test_torch_export_save_is_the_package_phase():
     analysis, f = _primary_in(BLIND27, "pytorch_110169_export_save_bytes")
     assert analysis.frames["failures"].row(0, named=True)["phase"] == "package" and f.family == "package_error"
+
+
+BLIND28 = BLIND20.parent / "blind28"
+
+
+def test_lowering_target_names_the_op_without_a_kernel():
+    # LoweringException's '  target: flex_attention_backward' below NoValidChoicesError: cited, named in the remedy
+    _, f = _primary_in(BLIND28, "prime-diloco_209_flex_attention_bw_novalidchoices")
+    assert f.rule_id == "AOTI-T001" and f.fields["lowering_target"] == "flex_attention_backward"
+    assert any(e.line == 3 for e in f.evidence)
+    assert f.remedy.startswith("The op without a usable kernel is `flex_attention_backward`")
+    assert "kernel_options" in f.remedy  # FlexAttention: no ATen fallback, smaller blocks instead
+
+
+def test_a_rewrapped_triton_error_cites_the_kernel_it_points_at():
+    # vLLM re-raises Triton's 'at 1:0:' / 'def _w8a8_triton_block_scaled_mm(' / '^' / ValueError(...) in a
+    # RuntimeError; the finding cites the error, and the kernel's def above the caret
+    _, f = _primary_in(BLIND28, "vllm_39610_fp8e4nv_ampere_block_scaled_mm")
+    assert f.family == "cuda_version_mismatch"
+    assert [e.line for e in f.evidence] == [6, 3, 4]
+    assert "`_w8a8_triton_block_scaled_mm`" in f.remedy.split("\n")[0]
+
+
+@pytest.mark.parametrize("case,rule_id", [
+    ("blind28/pytorch_124926_aoti_eager_dlopen_undefined_symbol", "AOTI-K019"),  # aoti_torch_* shim symbol
+    ("blind5/pytorch_123745_aoti_so_from_2_3_undefined_symbol_in_2_4", "AOTI-K019"),  # torch::aot_inductor
+    ("blind3/pytorch_122313_libtorch_cxx11_abi_undefined_symbol", "AOTI-V005"),  # c10:: symbol: the build's ABI
+])
+def test_a_missing_aoti_runtime_symbol_is_a_package_from_another_torch(case, rule_id):
+    analysis = analyze([BLIND20.parent / case])
+    assert analysis.primary is not None and analysis.primary.rule_id == rule_id
