@@ -245,6 +245,44 @@ def lowering_target(finding: Finding, frames: Frames) -> Finding:
                 advice=advice)
 
 
+# select_algorithm's line after a failed candidate: it dropped that choice and benchmarked the others
+_IGNORED_CHOICE = r"^(Ignoring this choice)\.?\s*$"
+IGNORED_WINDOW = 3  # lines below the finding's anchor where that line is looked for
+
+
+@reasoner("autotune_error")
+def ignored_choice(finding: Finding, frames: Frames) -> Finding:
+    """Whether the autotuner went on without the failed candidate ('Ignoring this choice.' just below it): then the
+    error cost a choice (speed), and only a later failure of the run is a failure of the compile. Says so (field
+    ``choice_ignored``) and cites nothing new."""
+    found = _line_near(finding, frames, 0, IGNORED_WINDOW, _IGNORED_CHOICE)
+    if found is None:
+        return finding
+    return _add(finding, fields={"choice_ignored": "true"}, note="the autotuner ignored this choice and went on",
+                advice="The autotuner dropped this candidate and benchmarked the others (\"Ignoring this choice\"): "
+                       "if the run went on, this only narrowed the choices (speed, not correctness); if it failed "
+                       "later, that later error is the cause to read.")
+
+
+# clang on Windows without Visual Studio: it then has no C runtime or Windows SDK headers (stdio.h) to include
+_NO_MSVC = r"(unable to find a Visual Studio installation)"
+MSVC_WINDOW = 20  # lines above the finding's anchor where clang's warning is looked for
+
+
+@reasoner("environment")
+def visual_studio_missing(finding: Finding, frames: Frames) -> Finding:
+    """Clang's ``warning: unable to find a Visual Studio installation`` above a Windows build failure: the reason the
+    standard headers are missing. Cited, and said first (field ``visual_studio``)."""
+    found = _line_near(finding, frames, MSVC_WINDOW, 0, _NO_MSVC)
+    if found is None:
+        return finding
+    _, _, evidence = found
+    return _add(finding, fields={"visual_studio": "not found"}, evidence=evidence,
+                advice="Clang found no Visual Studio installation, so the C runtime and Windows SDK headers are not on "
+                       "its include path: install the Visual Studio Build Tools (\"Desktop development with C++\"), or "
+                       "start from the \"x64 Native Tools Command Prompt for VS\".")
+
+
 # fake tensor's log line when an op's meta kernel raised while tracing (a guard on an unbacked size, mostly)
 _META_OP = r"failed while attempting to run meta for ([\w.:]+)"
 META_WINDOW = 20  # lines below the finding's anchor where that line is looked for

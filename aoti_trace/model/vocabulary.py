@@ -93,7 +93,8 @@ MAX_PATH = 1024
 _TORCH_FILE = re.compile(r"(?:^|[/\\])(?:torch|functorch|torchgen)[/\\]")
 _STDLIB_FILE = re.compile(
     r"[/\\][Ll]ib[/\\]python\d+(?:\.\d+)?[/\\](?!site-packages|dist-packages)|^<frozen |^<frozen>"
-    r"|^[A-Za-z]:\\(?:[^\\]+\\)*?Python\d+\\Lib\\(?!site-packages)"
+    # Windows: '<python>\Lib\x.py' of an installed Python (C:\Python311\Lib) or of a conda env (...\envs\X\Lib)
+    r"|^[A-Za-z]:\\(?:[^\\]+\\)*?Lib\\(?!site-packages)"
 )
 # code generated at run time: Triton launchers ('<string>'), Inductor's cache, FX graph modules
 _GENERATED_FILE = re.compile(r"^<string>$|^<eval_with_key>|[/\\]torchinductor_[^/\\]*[/\\]|^<fx-")

@@ -232,3 +232,30 @@ def test_a_rewrapped_triton_error_cites_the_kernel_it_points_at():
 def test_a_missing_aoti_runtime_symbol_is_a_package_from_another_torch(case, rule_id):
     analysis = analyze([BLIND20.parent / case])
     assert analysis.primary is not None and analysis.primary.rule_id == rule_id
+
+
+BLIND29 = BLIND20.parent / "blind29"
+
+
+def test_an_ignored_autotune_choice_says_the_autotuner_went_on():
+    # 'No valid triton configs ... out of resource' then 'Ignoring this choice.': the finding says so
+    _, f = _primary_in(BLIND29, "lerobot_2471_pi0_autotune_choices_ignored_nonfatal")
+    assert f.family == "autotune_error" and f.fields["choice_ignored"] == "true"
+    assert f.remedy.startswith("The autotuner dropped this candidate")
+
+
+def test_clangs_missing_visual_studio_is_cited_with_the_missing_header():
+    _, f = _primary_in(BLIND29, "ComfyUI-Zluda_140_triton_hip_utils_stdio_h")
+    assert f.rule_id == "AOTI-V009" and f.fields["header"] == "stdio.h" and f.fields["visual_studio"] == "not found"
+    assert any("unable to find a Visual Studio installation" in e.text for e in f.evidence)
+    assert f.remedy.startswith("Clang found no Visual Studio installation")
+
+
+def test_a_triton_helper_build_cut_before_its_exception_is_the_environment():
+    # the traceback ends at subprocess's 'raise CalledProcessError(retcode, cmd)'; compile_module_from_src names the
+    # helper; Windows' conda standard library (envs\X\Lib\subprocess.py) is not the user's code
+    from aoti_trace.report.text import render_text
+
+    analysis, f = _primary_in(BLIND29, "Comfyui_Object_Detect_QWen_VL_8_triton_cuda_utils_build_windows")
+    assert f.rule_id == "AOTI-V054" and f.family == "environment"
+    assert "subprocess.py:413  (your code)" not in render_text(analysis)

@@ -283,6 +283,18 @@ def test_run_failure_reruns_with_input_checks_and_names_the_ladder(tmp_path):
     assert "aoti-trace ladder --" in p.remedy
 
 
+def test_pytest_long_traceback_frames_are_a_traceback():
+    # pytest prints frames as 'path.py:N: in func' with the source below; a log cut before its 'E   ...' lines is
+    # still a failed traceback, placed by its frames
+    text = ("tests/test_model.py:42: in test_export\n    result_traced = opt_f(*args, **kwargs)\n"
+            "/usr/lib/python3.10/site-packages/torch/_dynamo/eval_frame.py:375: in __call__\n"
+            "    return super().__call__(*args, **kwargs)\n")
+    row = failure(text)
+    assert row is not None and row["phase"] == "export"
+    lines = text_frames(text)["lines"]
+    assert lines.get_column("kind").to_list()[:2] == ["traceback", "traceback_code"]
+
+
 def test_onnx_exporter_failure_gets_onnx_advice_not_torch_export_advice():
     # the legacy ONNX exporter (torch/onnx/utils.py) does not go through torch.export: no draft_export advice
     tb = ('Traceback (most recent call last):\n  File "export.py", line 3, in <module>\n    torch.onnx.export(m, x, "m.onnx")\n'

@@ -68,7 +68,12 @@ def test_one_definition_of_user_code():
                        # Triton compiles torch's kernels: its files are not the user's (a user's own kernels are)
                        ("/venv/lib/python3.10/site-packages/triton/backends/amd/compiler.py", False),
                        ("/home/me/triton/python/triton/compiler/compiler.py", False),
-                       ("/home/me/kernels/triton_attention.py", True)]:
+                       ("/home/me/kernels/triton_attention.py", True),
+                       # Windows: an installed Python's and a conda env's standard library, not their site-packages
+                       ("C:\\Python311\\Lib\\subprocess.py", False),
+                       ("E:\\Miniconda\\envs\\g\\Lib\\subprocess.py", False),
+                       ("E:\\Miniconda\\envs\\g\\Lib\\site-packages\\diffusers\\x.py", True),
+                       ("C:\\work\\model.py", True)]:
         assert vocabulary.is_user(path) is user, path
 
 

@@ -111,8 +111,9 @@ PATTERNS: dict[str, str] = {
     "tb_context": r"^During handling of the above exception, another exception occurred:\s*$",
     # two spaces of indent as Python prints it; none or more when a paste lost or added some
     # (also a frame line whose start a paste cut off: 'torch/_inductor/select_algorithm.py", line 2022, in f')
-    "tb_file": r'^ {0,4}File "[^"]*", line \d+, in |^[^\s"]+\.py", line \d+, in ',
-    "tb_frame": r'^ {0,4}(?:File ")?(?P<file>[^"]*)", line (?P<line>\d+),? in (?P<func>\S+)',
+    # (and pytest's long traceback format: '/usr/lib/python3/torch/_dynamo/eval_frame.py:375: in __call__')
+    "tb_file": r'^ {0,4}File "[^"]*", line \d+, in |^[^\s"]+\.py", line \d+, in |^[^\s"]+\.py:\d+: in \S+\s*$',
+    "tb_frame": r'^ {0,4}(?:File ")?(?P<file>[^"]*?)(?:", line |:)(?P<line>\d+)(?:,? in |: in )(?P<func>\S+)',
     # ``Type: message`` / ``Type`` / ``Type:`` as Python prints the last line of a traceback
     "exc_line": r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*(?::(?: .*)?)?$",
     # an exception line without its traceback (a log pasted from its last line, a one-line CI summary): only types
