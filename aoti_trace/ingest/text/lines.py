@@ -504,13 +504,14 @@ def _per_line(df: pl.DataFrame, dedent: bool) -> pl.DataFrame:
                                     "text": pl.col("_raw")})
     # Logs copied from CI pages or issue threads are often indented as a whole: remove an indent shared by every
     # non-blank line (a real stderr always has column-0 lines, e.g. 'Traceback' or a glog header).
+    # (a tab-indented block too: the shared lead counts spaces and tabs alike, and only whitespace is removed)
     if dedent and "_dd" in df.columns:  # several files (classify_many): per file, in the files held whole here
-        lead = pl.col("text").str.len_chars() - pl.col("text").str.strip_chars_start(" ").str.len_chars()
+        lead = pl.col("text").str.len_chars() - pl.col("text").str.strip_chars_start(" \t").str.len_chars()
         common = pl.when(pl.col("_dd") & (pl.col("text").str.strip_chars() != "")).then(lead).min().over("_f")
         if df.select(common.max()).item():
             df = df.with_columns(pl.col("text").str.slice(common.fill_null(0)))
     elif dedent:
-        lead = pl.col("text").str.len_chars() - pl.col("text").str.strip_chars_start(" ").str.len_chars()
+        lead = pl.col("text").str.len_chars() - pl.col("text").str.strip_chars_start(" \t").str.len_chars()
         common = df.select(lead.filter(pl.col("text").str.strip_chars() != "").min()).item()
         if common:
             df = df.with_columns(pl.col("text").str.slice(common))

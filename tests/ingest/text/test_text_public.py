@@ -123,3 +123,15 @@ def test_torch_2_1_logger_header_gives_level_and_source():
     assert (row["level"], row["src"], row["kind"]) == ("E", "torch._subclasses.fake_tensor", "exception")
     assert row["text"].startswith("TypeError: Multiple dispatch failed for 'torch.ops.aten.size'")
     assert row["prefix"].endswith("torch._subclasses.fake_tensor: [ERROR] ")
+
+
+def test_a_log_pasted_with_a_tab_indent_reads_like_the_log():
+    # derived input: a real capture (fixtures/cases/export_numpy_in_forward) with a tab before every line, as a
+    # tab-indented block in an issue; the shared indent is decoration, spaces or tabs
+    from aoti_trace.ingest.text.reader import read_text_bytes
+
+    log = (Path(__file__).resolve().parents[3] / "fixtures/cases/export_numpy_in_forward/stderr.txt").read_bytes()
+    plain = read_text_bytes(log, "stderr", "r")["lines"]
+    tabbed = read_text_bytes(b"".join(b"\t" + ln for ln in log.splitlines(keepends=True)), "stderr", "r")["lines"]
+    assert tabbed.get_column("kind").to_list() == plain.get_column("kind").to_list()
+    assert tabbed.get_column("text").to_list() == plain.get_column("text").to_list()
