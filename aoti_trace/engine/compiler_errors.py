@@ -33,7 +33,7 @@ from aoti_trace.model.frames import Frames
 WINDOW = 100
 MAX_EVIDENCE = 4  # a finding's evidence items, reasoners' included (reasoners._add)
 ADVICE_TEXT = 200  # characters of a cited line quoted in the remedy
-_DIAGNOSTIC_ERROR = r"(?:^|: )(?:fatal |internal compiler )?error(?: [A-Z]*\d+)?: "
+_DIAGNOSTIC_ERROR = r"(?:^|: |; )(?:fatal |internal compiler )?error(?: [A-Z]*\d+)? *: "
 
 
 def _is_error() -> pl.Expr:
@@ -92,8 +92,16 @@ def triton_pointed_statement(finding: Finding, frames: Frames) -> Finding:
     lines = frames["lines"]
     if lines.height == 0:
         return finding
+    header: list[Evidence] = []
     if anchor is None:
-        return _pointed_above(finding, frames)
+        # the evidence may quote the exception by its error line ('CompilationError: AttributeError(...)') while the
+        # cited line itself is Triton's header ('...CompilationError: at 31:16:'): cite that header as written
+        cited = next((e for e in finding.evidence if e.line is not None and e.path), None)
+        rows = near(lines, finding.run_id, cited, 0, 0).rows(named=True) if cited is not None else []
+        if cited is None or not rows or _TRITON_AT not in (rows[0]["text"] or ""):
+            return _pointed_above(finding, frames)
+        anchor = cite_line(rows[0], cited.path)
+        header = [anchor]
     assert anchor.line is not None
     below = (near(lines, finding.run_id, anchor, 0, WINDOW).filter(pl.col("lineno") > anchor.line)
              .select("lineno", "prefix", "text", "raw").rows(named=True))
@@ -102,7 +110,8 @@ def triton_pointed_statement(finding: Finding, frames: Frames) -> Finding:
             above = next((r for r in reversed(below[:i]) if (r["text"] or "").strip()), None)
             if above is None or any(above["lineno"] == e.line and e.path == anchor.path for e in finding.evidence):
                 return finding
-            return _with_statement(finding, cite_line(above, anchor.path), above["text"])
+            found = _with_statement(finding, cite_line(above, anchor.path), above["text"])
+            return replace(found, evidence=[*finding.evidence, *header, found.evidence[-1]][:MAX_EVIDENCE])
     return finding
 
 

@@ -168,6 +168,9 @@ _ROUTES: list[tuple[str, str | None, str | None]] = [
     # tracing: torch.export, its non-strict tracer, Dynamo, AOTAutograd; and the ONNX exporter, which translates
     # the traced graph (docs/families.md: an exporter rejecting the graph is an export error)
     ("export", None, r"(?:^|/)torch/(?:export|_export|_dynamo|onnx)/"),
+    # ExecuTorch's lowering of the exported program (to_edge, partitioners, backend passes, the emitter): an exporter
+    # rejecting the traced graph (a log may elide the path's start: '.../backends/qualcomm/partition/x.py')
+    ("export", None, r"(?:^|/)executorch/(?:exir|backends)/|(?:^|/)backends/\w+/(?:partition|_passes|builders)/\w+\.py$"),
     ("export", r"^(?:export|_export|export_for_training|_export_for_training|draft_export|trace_export)$",
      r"(?:^|/)torch/"),
 ]

@@ -259,3 +259,35 @@ def test_a_triton_helper_build_cut_before_its_exception_is_the_environment():
     analysis, f = _primary_in(BLIND29, "Comfyui_Object_Detect_QWen_VL_8_triton_cuda_utils_build_windows")
     assert f.rule_id == "AOTI-V054" and f.family == "environment"
     assert "subprocess.py:413  (your code)" not in render_text(analysis)
+
+
+BLIND30 = BLIND20.parent / "blind30"
+
+
+def test_an_error_level_line_that_says_a_step_failed_is_a_failure():
+    # QNN's '[ERROR] [Qnn ExecuTorch]: ... Failed to add node ...' lines were 'No problem found.'
+    from aoti_trace.ingest.text.failure import failures_frame
+    from aoti_trace.ingest.text.reader import read_text_bytes
+
+    log = (BLIND30 / "executorch_19908_qnn_dequantize_per_channel" / "stderr.txt").read_bytes()
+    rows = failures_frame(read_text_bytes(log, "stderr", "r"))  # failure detection alone, no rule
+    assert rows.height == 1 and "Failed to construct common node" in rows.row(0, named=True)["what"]
+    _, f = _primary_in(BLIND30, "executorch_19908_qnn_dequantize_per_channel")
+    assert f.rule_id == "AOTI-X012" and f.fields["op"] == "Dequantize"
+
+
+def test_a_compilation_error_quoted_by_its_error_line_cites_triton_header_and_statement():
+    _, f = _primary_in(BLIND30, "flash-linear-attention_201_gsa_inference_compilationerror")
+    texts = [e.text for e in f.evidence]
+    assert "triton.compiler.errors.CompilationError: at 31:16:" in texts
+    assert any(t.strip().startswith("p_hk0 = hk0") for t in texts)
+
+
+def test_ptxas_errors_on_a_ptx_line_are_the_compilers_first_error():
+    _, f = _primary_in(BLIND30, "vllm_27542_sm120a_ptxas_tile_gather4")
+    assert f.rule_id == "AOTI-I004" and "not supported on .target 'sm_120a'" in f.remedy.split("\n")[0]
+
+
+def test_executorch_lowering_frames_are_the_export_phase():
+    analysis, f = _primary_in(BLIND30, "executorch_21607_qnn_partitioner_keyerror")
+    assert analysis.frames["failures"].row(0, named=True)["phase"] == "export" and f.family == "export_error"

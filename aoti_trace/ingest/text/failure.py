@@ -31,6 +31,9 @@ MAX_WHAT = 300
 BACKEND_RAISED = ("backend='", "' raised:")
 # torch.compile backends that only trace (AOTAutograd, no code generation): their errors are tracing errors
 TRACING_BACKENDS = ("eager", "aot_eager")
+# the decoration of a line logged at error level by Python's logging or an application ('[ERROR] ', 'ERROR:root:',
+# 'root - ERROR - '), not torch's glog header (whose E-level lines torch often handles and goes on)
+ERROR_PREFIX = r"(?:^|\s)(?:\[(?:ERROR|CRITICAL|FATAL)\]|(?:ERROR|CRITICAL|FATAL):[\w.<>-]*:|- (?:ERROR|CRITICAL) - )"
 # logged tracebacks at these glog levels were handled (torch logs and goes on): not failure evidence on their own
 # C++/runtime lines that tell the phase when no traceback does (searched in the run's error lines, bounded)
 TEXT_PHASES: list[tuple[str, str]] = [
@@ -99,6 +102,9 @@ def failures_frame(frames: Frames, catalogue: bool = True) -> pl.DataFrame:
                      # (its guard compiles in ~5 ms, the pattern in ~30-40: '[\w ]{0,40}' is 40 Unicode classes)
                      | hay.contains("text", PATTERNS["error_report"], guard_of(PATTERNS["error_report"]))
                      | hay.contains("text", PATTERNS["raised_report"])
+                     # an error-level line (its logging decoration says ERROR/CRITICAL) that says a step failed
+                     | (pl.col("prefix").fill_null("").str.contains(ERROR_PREFIX)
+                        & hay.contains("text", PATTERNS["error_level_failed"]))
                      | ((pl.col("kind") == "plain") & hay.contains("text", PATTERNS["file_unreadable"])))
         .group_by("run_id", maintain_order=True).agg(pl.col("path", "lineno", "text", "src").first())
     ) if lines.height else {}

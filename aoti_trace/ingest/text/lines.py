@@ -145,6 +145,9 @@ PATTERNS: dict[str, str] = {
     "gdb_frame": r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?\S",
     # a build tool's own error line (CMake, LLVM): the build or the JIT stopped
     "tool_error": r"^(?:CMake Error(?: at \S+)?:|LLVM ERROR: )",
+    # a line its program logged at error level (the decoration '[ERROR] ', 'ERROR:root:' went to the prefix) that
+    # says a step failed ('[ERROR] [Qnn ExecuTorch]: Failed to add node to Qnn Graph with error: 1000')
+    "error_level_failed": r"\b(?:Failed to [a-z]+|failed with (?:error|code|status)\b)",
     # an application's error report that carries the exception ('Error during model prediction: CompilationError: ..')
     "error_report": (r"^Error(?: [a-z][\w ]{0,40})?: (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b"
                      # ComfyUI's report of a node that raised ('!!! Exception during processing !!! <message>')
@@ -222,6 +225,8 @@ PATTERNS: dict[str, str] = {
         r"|(?:\S*[^\w\s])?ld(?:\.\w+)?): (?:fatal |internal compiler )?error: "
         # nvcc / ptxas / nvlink ('ptxas fatal   : ...', 'nvcc fatal   : ...', 'ptxas error   : ...')
         r"|^(?:ptxas|nvcc|nvlink|fatbinary|cicc|nvrtc)[\w-]*(?: (?:fatal|error))? *: "
+        # ptxas on a line of the PTX file ('ptxas /tmp/x.ptx, line 818; error   : Feature ... not supported on ...')
+        r"|^ptxas \S+, line \d+; (?:error|fatal) *: "
         # MSVC and its linker ('x.cpp(12): error C2065: ...', 'x.obj : error LNK2019: ...', 'LINK : fatal error LNK1104')
         r"|^\S.*?\(\d+(?:,\d+)?\) ?: (?:fatal )?error C\d+: |^\S.*? : (?:fatal )?error LNK\d+: "
         r"|(?:^|\W)undefined reference to `|^(?:fatal |internal compiler )?error: "
