@@ -482,9 +482,15 @@ class _SessionSqueeze(index.Squeeze):
         self.machine.feed(rows, self.stack_of)
         self.fed = max(self.fed, int(rows["lineno"].max()))  # type: ignore[arg-type]  # Int64 column: an int
 
+    # the columns a session pass reads (the others are only carried along)
+    NARROW = (FILE, "lineno", "local", "width", "event", "name", "stack_hash", "ca", "fid", "fcid", "att",
+              "looks_complete", "fffd", "md5", "nxt_lineno")
+
     def _undecided(self) -> pl.DataFrame | None:
-        """The rows not decided yet with their file offsets (``at``) and the unfed ones fed; None: not yet."""
-        rows = pl.concat(self.kept, how="vertical") if len(self.kept) > 1 else self.kept[0]
+        """The :data:`NARROW` columns of the rows not decided yet, with their file offsets (``at``), the unfed ones
+        fed; None: not yet (the scan has not tiled the file up to them)."""
+        narrow = [p.select(self.NARROW) for p in self.kept]
+        rows = pl.concat(narrow, how="vertical") if len(narrow) > 1 else narrow[0]
         at = self.morsels.offsets(rows, prefix=True) if self.morsels is not None else None
         if at is None:
             return None
@@ -498,39 +504,50 @@ class _SessionSqueeze(index.Squeeze):
         rows = self._undecided()
         if rows is None:
             return
+        parts, self.kept = self.kept, []
         if self.broken:
-            self.settled.append(rows.drop("at"))
-            self.kept = []
+            self.settled.extend(parts)
             return
         starts = self.machine.starts
-        rows = rows.with_columns(session=pl.Series(starts, dtype=pl.Int64).search_sorted(rows["lineno"], side="right")
-                                 .cast(pl.Int32))
-        ended = rows.filter(pl.col("session") < len(starts))
-        self.kept = [rows.filter(pl.col("session") == len(starts)).drop("at", "session")]
-        gone = self._ok_sessions(ended)
+        session = pl.Series(starts, dtype=pl.Int64).search_sorted(rows["lineno"], side="right").cast(pl.Int32)
+        rows = rows.with_columns(session=session)
+        ended = session < len(starts)
+        gone = self._ok_sessions(rows.filter(ended))
+        drop = pl.repeat(False, rows.height, eager=True)
         if gone:
             out = pl.col("session").is_in(gone)
             # a str record, or the first record of a stack in the file: kept
             anchor = (pl.col("event") == "str") | (
                 pl.col("stack_hash").is_not_null() & pl.col("stack_hash").is_first_distinct()
                 & ~pl.col("stack_hash").is_in(list(self.seen_stacks)))
-            ended = ended.with_columns(drop=out & ~anchor, anchor=out & anchor)
-            dropped = ended.filter("drop")
+            flags = rows.select((out & ~anchor).fill_null(False).alias("drop"),
+                                (out & anchor).fill_null(False).alias("anchor"))
+            drop = flags["drop"]
+            dropped = rows.filter(drop)
             self.session_records += dropped.height
             self.sessions_skipped += len(gone)
             if dropped.height:
                 lo, hi = dropped["lineno"].min(), dropped["lineno"].max()
                 self.session_first = lo if self.session_first is None else self.session_first  # type: ignore[assignment]
                 self.session_last = hi  # type: ignore[assignment]  # Int64 column: an int
-            self.partial.update(ended.filter("anchor")["session"].unique().to_list())
+            self.partial.update(rows.filter(flags["anchor"])["session"].unique().to_list())
             for key, n in dropped.group_by("stack_hash").len().drop_nulls().iter_rows():
                 self.stack_dropped[key] = self.stack_dropped.get(key, 0) + n
-            self.seen_stacks.update(ended["stack_hash"].drop_nulls().unique().to_list())
-            ended = ended.filter(~pl.col("drop")).drop("drop", "anchor")
-        else:
-            self.seen_stacks.update(ended["stack_hash"].drop_nulls().unique().to_list())
-        # (copied: a filtered string column keeps the whole buffers of the rows left out alive)
-        self.settled.append(ended.drop("at", "session").with_columns(pl.col("time", "md5").str.to_lowercase()))
+        self.seen_stacks.update(rows.filter(ended)["stack_hash"].drop_nulls().unique().to_list())
+        # the parts themselves are filtered only where a row leaves or stays undecided
+        pos = 0
+        for part in parts:
+            e, d = ended.slice(pos, part.height), drop.slice(pos, part.height)
+            pos += part.height
+            if not e.any():
+                self.kept.append(part)
+            elif e.all() and not d.any():
+                self.settled.append(part)
+            else:
+                # (copied: a filtered string column keeps the whole buffers of the rows left out alive)
+                self.settled.append(part.filter(e & ~d).with_columns(pl.col("time", "md5").str.to_lowercase()))
+                if not e.all():
+                    self.kept.append(part.filter(~e))
 
     def _ok_sessions(self, ended: pl.DataFrame) -> list[int]:
         """The ended sessions in ``ended`` that may be left out."""
@@ -552,11 +569,8 @@ class _SessionSqueeze(index.Squeeze):
         return out
 
     def settle(self) -> list[pl.DataFrame]:
-        if self.kept:
-            rows = self._undecided()
-            if rows is None:
-                return self.settled + self.kept  # (no offsets: the scan starts again unsqueezed)
-            self.kept = [rows.drop("at")]
+        if self.kept and self._undecided() is None:
+            return self.settled + self.kept  # (no offsets: the scan starts again unsqueezed)
         self.finished = True
         return self.settled + self.kept
 
