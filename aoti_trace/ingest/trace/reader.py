@@ -396,7 +396,10 @@ def _index_alone(f: _File, thorough: bool) -> pl.DataFrame:
     if squeeze.skipped:
         said.append(f"{squeeze.skipped} of its {squeeze.total} plain chromium_event records (timeline spans without "
                     f"compile id or stack, lines {squeeze.first}-{squeeze.last}) were counted, not kept; the first "
-                    f"and last {squeeze.keep} were kept")
+                    f"and last {squeeze.keep} were kept" + (" (but for those of the sessions left out below)"
+                                                           if isinstance(squeeze, _SessionSqueeze)
+                                                           and squeeze.finished and squeeze.sessions_skipped
+                                                           else ""))
     count, first = squeeze.skipped, squeeze.first
     if isinstance(squeeze, _SessionSqueeze) and squeeze.finished:
         f.session_starts, f.partial_sessions, f.stack_dropped = (squeeze.machine.starts, squeeze.partial,

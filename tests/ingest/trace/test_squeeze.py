@@ -119,4 +119,5 @@ def test_a_long_log_counts_the_sessions_that_finished_ok_in_the_middle(tmp_path,
     skipped = part["damage"].filter(pl.col("kind") == "records_skipped")
     assert skipped["count"].to_list() == [all_ev.height - ev.height]
     assert skipped["detail"].str.contains("compile sessions that finished ok").all()
+    assert not skipped["detail"].str.contains("plain chromium_event").any()  # (KEEP_CHROMIUM: all kept)
     assert part["damage"].filter(pl.col("kind") != "records_skipped").equals(whole["damage"])
