@@ -28,7 +28,10 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[PolarsDataType, str]]]] = {
     "events": (
         "One row per TORCH_TRACE record (header line); payloads stay on disk, addressed by byte offset. Of a trace "
         "file over 64 MiB, only the first and last 4096 plain chromium_event records (no compile id, no stack) are "
-        "kept, with every other record (damage kind records_skipped counts the rest).",
+        "kept, and (unless every payload is verified) the compile sessions that finished ok in the middle of the "
+        "file are left out but for their str records and the first record of each stack; the first session, every "
+        "failed, incomplete or damaged one and the last ones are kept whole (damage kind records_skipped counts what "
+        "was left out; session numbers are those of the whole file).",
         {
             "run_id": (Str, "analysed run"),
             "path": (Str, "trace file"),
@@ -52,7 +55,8 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[PolarsDataType, str]]]] = {
         },
     ),
     "compiles": (
-        "One row per compile session, closed by its compilation_metrics record (or by the end of the log).",
+        "One row per compile session, closed by its compilation_metrics record (or by the end of the log). Of a "
+        "trace file over 64 MiB, the sessions that finished ok in the middle of the file have no row (events).",
         {
             "run_id": (Str, "analysed run"),
             "path": (Str, "trace file"),
@@ -107,7 +111,8 @@ SCHEMAS: dict[str, tuple[str, dict[str, tuple[PolarsDataType, str]]]] = {
             "path": (Str, "trace file"),
             "lineno": (I64, "line of the first record of the file that logged this stack"),
             "stack": (I32, "stack id, 0-based per file in order of first appearance (events.stack)"),
-            "records": (I32, "number of records of the file that logged this stack"),
+            "records": (I32, "number of records of the file that logged this stack (records a long file's events "
+                                "left out included)"),
             "depth": (I32, "0 = outermost frame"),
             "filename": (Str, "source file of the frame (resolved from the str table)"),
             "line": (I32, "line in that source file"),

@@ -104,7 +104,10 @@ def _extract(lf: pl.LazyFrame, keep_text: bool) -> pl.LazyFrame:
     # end-anchored: the regex engine searches backwards from the end; gated (see TAIL_INT_RE)
     tail = pl.when(t.str.contains(TAIL_INT_RE)).then(t).str.extract_groups(TAIL_RE)
     ne = t.str.extract_groups(NAME_RE)
-    stack = t.str.split_exact(STACK_SEP, 1).struct.field("field_1")
+    # the text after the first STACK_SEP as bytes: a byte offset and a binary slice (split_exact would also copy
+    # everything before it, ~30 KB per compilation_metrics line: ~1 CPU-s per GB of log)
+    at = t.str.find(STACK_SEP, literal=True)
+    stack = pl.when(at.is_not_null()).then(t.cast(pl.Binary).bin.slice(at + len(STACK_SEP.encode())))
     h, tl, n = pl.col("head").struct.field, pl.col("tail").struct.field, pl.col("ne").struct.field
     # integer fields: a run of digits too long for the type (damage) reads as null, never an error
     lf = lf.with_columns(head=head, tail=tail, ne=ne).with_columns(
@@ -125,7 +128,7 @@ def _extract(lf: pl.LazyFrame, keep_text: bool) -> pl.LazyFrame:
         name=n("name"),
         encoding=n("encoding"),
         # a hash, not the text: ~100k id-less AOTI records per GB repeat a few dozen stacks (2-3 KB each)
-        stack_hash=pl.when(stack.is_not_null()).then(stack.hash(HASH_SEED)),
+        stack_hash=pl.when(at.is_not_null()).then(stack.hash(HASH_SEED)),
         looks_complete=t.str.ends_with("}"),
         fffd=t.str.contains("\ufffd", literal=True),
     )
@@ -188,10 +191,17 @@ class _MorselOffsets:
             self.parts.append((df["lineno"][0], df.height, df["width"].sum()))  # type: ignore[arg-type]  # Int64 column: an int
         return out
 
-    def offsets(self, hdr: pl.DataFrame, lineno: str = "lineno", local: str = "local") -> pl.Series | None:
+    def offsets(self, hdr: pl.DataFrame, lineno: str = "lineno", local: str = "local", prefix: bool = False
+                ) -> pl.Series | None:
         """File offsets of the rows of ``hdr`` (columns ``lineno`` and ``local``; null where ``lineno`` is); None
-        unless the morsels tile the file."""
-        parts = sorted(self.parts)
+        unless the morsels tile the file (``prefix``: the lines up to the last row of ``hdr``, during the scan)."""
+        parts = sorted(self.parts)  # (a copy: the scan may still append)
+        if prefix and parts and hdr.height:
+            last = hdr[lineno].max()
+            upto = next((i for i, p in enumerate(parts) if p[0] + p[1] > last), None)  # type: ignore[operator]  # an int
+            if upto is None:
+                return None
+            parts = parts[:upto + 1]
         first = [p[0] for p in parts]
         if not parts or first[0] != 1 or any(a[0] + a[1] != b[0] for a, b in zip(parts, parts[1:])):
             return None  # not contiguous, complete morsels (a pushed-down filter, a changed engine): no offsets
@@ -222,6 +232,7 @@ def _scan_headers(path: str, keep_text: bool, squeeze: Squeeze | None = None) ->
         if squeeze is None:
             rows = _extract(lines, keep_text).collect(engine="streaming")
         else:
+            squeeze.morsels = morsels
             for batch in _extract(lines, keep_text).collect_batches(chunk_size=BATCH_ROWS, engine="streaming"):
                 squeeze.add(batch)
             rows = squeeze.finish()
@@ -268,9 +279,19 @@ class Squeeze:
     waits for the next batch. After the scan, :attr:`total` chromium_event records were seen and :attr:`skipped`
     of them left out, lines :attr:`first` to :attr:`last`."""
 
+    compact_rows = 1 << 15  # kept rows between two calls of :meth:`compact`
+    morsels: _MorselOffsets | None = None  # set by the scan: file offsets of the rows seen so far
+
     def __init__(self, keep: int | None = None) -> None:
         self.keep = KEEP_CHROMIUM if keep is None else keep
         self.reset()
+
+    def compact(self) -> None:
+        """Called during the scan every :attr:`compact_rows` kept rows; may shrink :attr:`kept` (a subclass)."""
+
+    def settle(self) -> list[pl.DataFrame]:
+        """The kept rows (not the tail) at the end of the scan, the last record included (a subclass)."""
+        return self.kept
 
     def reset(self) -> None:
         """Forget what was added (the scan starts again unsqueezed)."""
@@ -279,7 +300,7 @@ class Squeeze:
         self.tail_rows = 0
         self.pending: pl.DataFrame | None = None
         self.head_left = self.keep
-        self.total = self.skipped = 0
+        self.total = self.skipped = self.since = 0
         self.first: int | None = None
         self.last: int | None = None
 
@@ -298,6 +319,10 @@ class Squeeze:
             self.head_left = max(0, self.head_left - n)
         # (lower-casing copies the kept strings out of the batch's buffers, which a filter would keep alive)
         self.kept.append(df.filter(~pl.col("plain")).drop("plain").with_columns(pl.col("time", "md5").str.to_lowercase()))
+        self.since += self.kept[-1].height
+        if self.since >= self.compact_rows:
+            self.since = 0
+            self.compact()
         late = df.filter("plain").drop("plain")
         if late.height:
             self.tail.append(late)
@@ -320,10 +345,11 @@ class Squeeze:
             tail = pl.concat(self.tail, how="vertical")
             self._count(tail.head(tail.height - self.keep))
             self.tail = [tail.tail(self.keep)]
-        parts = self.kept + self.tail
         if self.pending is not None:  # the last record: kept
             self.total += int(self.pending.select(PLAIN)["plain"].sum())
-            parts.append(self.pending.with_columns(nxt_lineno=pl.lit(None, pl.Int64), nxt_local=pl.lit(None, pl.Int64)))
+            self.kept.append(self.pending.with_columns(nxt_lineno=pl.lit(None, pl.Int64),
+                                                       nxt_local=pl.lit(None, pl.Int64)))
+        parts = self.settle() + self.tail
         self.kept, self.tail, self.pending = [], [], None
         return pl.concat(parts, how="vertical").sort("lineno")  # (the tail's rows go between the others)
 

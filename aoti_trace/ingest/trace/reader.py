@@ -26,8 +26,11 @@ How a file is read (see trace-format.md §11 and :mod:`aoti_trace.ingest.trace.i
   the start: fine for the few payloads a rule reads).
 * A file over ``SQUEEZE_BYTES`` (64 MiB) is indexed in bounded memory: its plain ``chromium_event`` records
   (timeline spans without a compile id or stack, ~85% of the records of a log that repeats its compiles) beyond the
-  first and last 4096 are counted, not kept (:class:`index.Squeeze`; damage ``records_skipped``). Every other
-  record is kept, so sessions, ``compiles``, ``stacks`` and the other damage are those of the whole file.
+  first and last 4096 are counted, not kept (:class:`index.Squeeze`; damage ``records_skipped``), and so are,
+  unless every payload is verified, the compile sessions that finished ok in the middle of the file
+  (:class:`_SessionSqueeze`: their ``str`` records and the first record of each stack stay; the first session,
+  the failed, incomplete and damaged ones and the last ones are kept whole; ``compiles`` has no row for the others).
+  Session numbers, ``stacks`` (``records`` included) and the damage are those of the whole file.
 * Only the JSON of ``str`` and ``compilation_metrics`` headers and of the distinct ``stack`` lists is decoded
   (tolerantly; one stack text per distinct hash, one ``inductor_config`` decode per distinct config string);
   every other field comes from anchored regexes over the header line. Context keys (``rank``, compile ids,
@@ -279,6 +282,11 @@ class _File:
     ends_with_newline: bool = True
     rank: int | None = None  # from the file name
     built: bool = False  # has records: events, artifacts and stacks were built for it
+    # a long file whose sessions were squeezed (_SessionSqueeze): every session start (line numbers), the sessions
+    # of which some records were kept (str records, first records of a stack), records left out per stack hash
+    session_starts: list[int] | None = None
+    partial_sessions: set[int] = field(default_factory=set)
+    stack_dropped: dict[int, int] = field(default_factory=dict)
 
     def close(self) -> None:
         """Close the file, drop its bytes and delete its temporary file (again: nothing)."""
@@ -376,17 +384,198 @@ def _read_together(batch: list[_File]) -> dict[str, pl.DataFrame]:
 
 def _index_alone(f: _File, thorough: bool) -> pl.DataFrame:
     """The index of one file read alone; over :data:`SQUEEZE_BYTES`, without the repeated ``chromium_event``
-    records (:class:`index.Squeeze`), which are counted in the file's damage (``records_skipped``)."""
-    squeeze = index.Squeeze() if f.size > SQUEEZE_BYTES else None
+    records (:class:`index.Squeeze`) and, unless ``thorough``, without the sessions that finished ok in the middle
+    of the file (:class:`_SessionSqueeze`), which are counted in the file's damage (``records_skipped``)."""
+    squeeze: index.Squeeze | None = None
+    if f.size > SQUEEZE_BYTES:
+        squeeze = index.Squeeze() if thorough else _SessionSqueeze(f)
     idx = index.index_file(f.local, f.size, keep_text=thorough, squeeze=squeeze)[0]
-    if squeeze is not None and squeeze.skipped:
-        f.problems.add("records_skipped", squeeze.first, (
-            f"the file is over {SQUEEZE_BYTES >> 20} MiB: {squeeze.skipped} of its {squeeze.total} plain "
-            f"chromium_event records (timeline spans without compile id or stack, lines {squeeze.first}-"
-            f"{squeeze.last}) were counted, not kept; the first and last {squeeze.keep} and every other record "
-            f"were kept (events, artifacts and chromium lack the skipped ones)"),
-            squeeze.skipped)
+    if squeeze is None:
+        return idx
+    said = []
+    if squeeze.skipped:
+        said.append(f"{squeeze.skipped} of its {squeeze.total} plain chromium_event records (timeline spans without "
+                    f"compile id or stack, lines {squeeze.first}-{squeeze.last}) were counted, not kept; the first "
+                    f"and last {squeeze.keep} were kept" + (" (but for those of the sessions left out below)"
+                                                           if isinstance(squeeze, _SessionSqueeze)
+                                                           and squeeze.finished and squeeze.sessions_skipped
+                                                           else ""))
+    count, first = squeeze.skipped, squeeze.first
+    if isinstance(squeeze, _SessionSqueeze) and squeeze.finished:
+        f.session_starts, f.partial_sessions, f.stack_dropped = (squeeze.machine.starts, squeeze.partial,
+                                                                 squeeze.stack_dropped)
+        count += squeeze.session_records
+        first = min((x for x in (first, squeeze.session_first) if x is not None), default=None)
+        if squeeze.sessions_skipped:
+            said.append(f"{squeeze.session_records} records of {squeeze.sessions_skipped} compile sessions that "
+                        f"finished ok in the middle of the file (lines {squeeze.session_first}-"
+                        f"{squeeze.session_last}) were counted, not kept, but for their str records and the first "
+                        f"record of each stack (compiles has no row for them)")
+    if said:
+        f.problems.add("records_skipped", first, (
+            f"the file is over {SQUEEZE_BYTES >> 20} MiB: " + "; ".join(said) + "; every other record was kept "
+            "(events, artifacts and chromium lack the skipped ones)"), count)
     return idx
+
+
+COMPACT_ROWS = 1 << 15  # kept index rows between two session passes of a squeezed scan
+
+
+class _SessionSqueeze(index.Squeeze):
+    """:class:`index.Squeeze` that also leaves out the compile sessions that finished ok in the middle of a long
+    file: every :data:`COMPACT_ROWS` kept rows, the rows seen so far are cut into sessions (:class:`_SessionMachine`,
+    with the ``str`` table and the stacks decoded so far), and each session that has ended, is not the file's
+    first, closed with a complete ``compilation_metrics`` record that decodes without a failure or a problem, and
+    has no record that would be damage (no event, an unknown event, cut JSON, U+FFFD, payload lines without
+    ``has_payload``, a blank line, a stack that does not decode), is counted, not kept: its ``str`` records and the
+    first record of each stack not seen before stay (the ``str`` table and ``stacks`` stay those of the whole file;
+    the uses of each stack are counted in :attr:`stack_dropped`). Failed, incomplete and damaged sessions, the first
+    one and those after the last pass are kept whole. The session starts of the whole file (:attr:`machine`) number
+    the kept records as in the whole file. A stack naming an interned string not (or differently) defined before it
+    stops the squeezing of sessions (:attr:`broken`): what is kept is then every later record."""
+
+    def __init__(self, f: _File) -> None:
+        self.file = f
+        self.compact_rows = COMPACT_ROWS
+        super().__init__()
+
+    def reset(self) -> None:
+        super().reset()
+        self.settled: list[pl.DataFrame] = []  # rows of ended sessions that stay
+        self.machine = _SessionMachine()
+        self.fed = 0  # the rows up to this line were fed to the machine
+        self.strings: dict[int, str] = {}
+        self.stack_of: dict[tuple[int, int], tuple[Any, ...]] = {}
+        self.bad_stacks: set[int] = set()
+        self.decoded: set[int] = set()  # stack hashes decoded (in stack_of or bad_stacks)
+        self.seen_stacks: set[int] = set()
+        self.stack_dropped: dict[int, int] = {}
+        self.partial: set[int] = set()
+        self.sessions_skipped = self.session_records = 0
+        self.session_first: int | None = None
+        self.session_last: int | None = None
+        self.broken = self.finished = False
+
+    def _texts(self, rows: pl.DataFrame) -> list[str]:
+        fh = self.file.fh
+        assert fh is not None
+        return [header_text(fh, off, width) for off, width in rows.select("at", "width").iter_rows()]
+
+    def _feed(self, rows: pl.DataFrame) -> None:
+        """Learn the str records and stacks of ``rows`` (column ``at``: file offsets) and feed them to the machine."""
+        strs = rows.filter(pl.col("event") == "str")
+        for lineno, text in zip(strs["lineno"], self._texts(strs)):
+            got = meta.parse_str_record(text, lineno, meta.Problems())
+            if got:
+                if self.strings.get(got[0], got[1]) != got[1]:
+                    self.broken = True  # redefined: the whole file's table would say otherwise
+                self.strings[got[0]] = got[1]
+        new = rows.filter(pl.col("stack_hash").is_not_null()).unique("stack_hash", keep="first", maintain_order=True)
+        new = new.filter(~pl.col("stack_hash").is_in(list(self.decoded)))
+        for key, lineno, event, text in zip(new["stack_hash"], new["lineno"], new["event"], self._texts(new)):
+            self.decoded.add(key)
+            raw = meta.parse_stack(text.split(STACK_SEP, 1)[1])
+            if raw is None:
+                self.bad_stacks.add(key)
+                continue
+            problems = meta.Problems()
+            frames = meta.resolve_stack(raw, self.strings, lineno, problems)
+            self.broken |= bool(problems.rows)
+            self.stack_of[0, key] = (frames, *meta.user_call(frames, event))
+        self.machine.feed(rows, self.stack_of)
+        self.fed = max(self.fed, int(rows["lineno"].max()))  # type: ignore[arg-type]  # Int64 column: an int
+
+    # the columns a session pass reads (the others are only carried along)
+    NARROW = (FILE, "lineno", "local", "width", "event", "name", "stack_hash", "ca", "fid", "fcid", "att",
+              "looks_complete", "fffd", "md5", "nxt_lineno")
+
+    def _undecided(self) -> pl.DataFrame | None:
+        """The :data:`NARROW` columns of the rows not decided yet, with their file offsets (``at``), the unfed ones
+        fed; None: not yet (the scan has not tiled the file up to them)."""
+        narrow = [p.select(self.NARROW) for p in self.kept]
+        rows = pl.concat(narrow, how="vertical") if len(narrow) > 1 else narrow[0]
+        at = self.morsels.offsets(rows, prefix=True) if self.morsels is not None else None
+        if at is None:
+            return None
+        rows = rows.with_columns(at.alias("at"))
+        self._feed(rows.filter(pl.col("lineno") > self.fed))
+        return rows
+
+    def compact(self) -> None:
+        if not self.kept:
+            return
+        rows = self._undecided()
+        if rows is None:
+            return
+        parts, self.kept = self.kept, []
+        if self.broken:
+            self.settled.extend(parts)
+            return
+        starts = self.machine.starts
+        session = pl.Series(starts, dtype=pl.Int64).search_sorted(rows["lineno"], side="right").cast(pl.Int32)
+        rows = rows.with_columns(session=session)
+        ended = session < len(starts)
+        gone = self._ok_sessions(rows.filter(ended))
+        drop = pl.repeat(False, rows.height, eager=True)
+        if gone:
+            out = pl.col("session").is_in(gone)
+            # a str record, or the first record of a stack in the file: kept
+            anchor = (pl.col("event") == "str") | (
+                pl.col("stack_hash").is_not_null() & pl.col("stack_hash").is_first_distinct()
+                & ~pl.col("stack_hash").is_in(list(self.seen_stacks)))
+            flags = rows.select((out & ~anchor).fill_null(False).alias("drop"),
+                                (out & anchor).fill_null(False).alias("anchor"))
+            drop = flags["drop"]
+            dropped = rows.filter(drop)
+            self.session_records += dropped.height
+            self.sessions_skipped += len(gone)
+            if dropped.height:
+                lo, hi = dropped["lineno"].min(), dropped["lineno"].max()
+                self.session_first = lo if self.session_first is None else self.session_first  # type: ignore[assignment]
+                self.session_last = hi  # type: ignore[assignment]  # Int64 column: an int
+            self.partial.update(rows.filter(flags["anchor"])["session"].unique().to_list())
+            for key, n in dropped.group_by("stack_hash").len().drop_nulls().iter_rows():
+                self.stack_dropped[key] = self.stack_dropped.get(key, 0) + n
+        self.seen_stacks.update(rows.filter(ended)["stack_hash"].drop_nulls().unique().to_list())
+        # the parts themselves are filtered only where a row leaves or stays undecided
+        pos = 0
+        for part in parts:
+            e, d = ended.slice(pos, part.height), drop.slice(pos, part.height)
+            pos += part.height
+            if not e.any():
+                self.kept.append(part)
+            elif e.all() and not d.any():
+                self.settled.append(part)
+            else:
+                # (copied: a filtered string column keeps the whole buffers of the rows left out alive)
+                self.settled.append(part.filter(e & ~d).with_columns(pl.col("time", "md5").str.to_lowercase()))
+                if not e.all():
+                    self.kept.append(part.filter(~e))
+
+    def _ok_sessions(self, ended: pl.DataFrame) -> list[int]:
+        """The ended sessions in ``ended`` that may be left out."""
+        ev, cm = pl.col("event"), pl.col("event") == "compilation_metrics"
+        orphan = (pl.col("md5").is_null() & (pl.col("nxt_lineno") - pl.col("lineno") > 1)).fill_null(True)
+        bad_stack = pl.col("stack_hash").is_in(list(self.bad_stacks)).fill_null(False)
+        clean = (ev.is_not_null() & ev.is_in(list(meta.KNOWN_EVENTS)) & pl.col("looks_complete") & ~pl.col("fffd")
+                 & ~orphan & ~bad_stack).fill_null(False)
+        per = ended.group_by("session").agg(
+            clean=clean.all(), cm_lineno=pl.col("lineno").filter(cm).last(), at=pl.col("at").filter(cm).last(),
+            width=pl.col("width").filter(cm).last(),
+        ).filter(pl.col("clean") & (pl.col("session") > 0) & pl.col("cm_lineno").is_not_null()).sort("session")
+        out = []
+        for session, lineno, text in zip(per["session"], per["cm_lineno"], self._texts(per)):
+            problems = meta.Problems()
+            got = meta.decode_metrics(text, lineno, problems)
+            if got is not None and not problems.rows and not got.get("fail_type") and not got.get("fail_reason"):
+                out.append(session)
+        return out
+
+    def settle(self) -> list[pl.DataFrame]:
+        if self.kept and self._undecided() is None:
+            return self.settled + self.kept  # (no offsets: the scan starts again unsqueezed)
+        self.finished = True
+        return self.settled + self.kept
 
 
 def _of_file(values: list[Any], dtype: PolarsDataType) -> pl.Expr:
@@ -514,7 +703,7 @@ def _build(idx: pl.DataFrame, files: list[_File], thorough: bool) -> dict[str, p
     strings = _interned(hdr, files)
     stack_of = _stacks(hdr, files, strings)  # (file, stack_hash) -> (frames, api, user_frame)
     # ---- sessions
-    session = _sessions(hdr, stack_of)
+    session = _sessions(hdr, stack_of, files[0].session_starts if len(files) == 1 else None)
     base = hdr.select(pl.exclude("json_text")).with_columns(session=session, md5_ok=md5_ok,
                                                          compile_id=_display_compile_id())
     del hdr, md5_ok, session
@@ -635,41 +824,61 @@ def _stacks(hdr: pl.DataFrame, files: list[_File], strings: dict[int, dict[int, 
     return out
 
 
-def _sessions(hdr: pl.DataFrame, stack_of: dict[tuple[int, int], tuple[Any, ...]]) -> pl.Series:
-    """Session number of every record (see the module docstring), counted from 0 in each file."""
-    cid = _display_compile_id()
-    notable = hdr.select(FILE, "rec", "event", "name", "stack_hash", cid.alias("cid")).filter(
-        (pl.col("event") != "chromium_event") | pl.col("cid").is_not_null()
-    )
-    boundaries: list[int] = []  # file * KEY + rec of each record that starts a session
-    at: int | None = None
-    close_cid: object = None
-    closing = substantive = False
-    last_call = None
-    for f, rec, event, name, stack_hash, cid_ in notable.iter_rows():
-        if f != at:
-            at, close_cid, closing, substantive, last_call = f, None, False, False, None
-        if closing and not (event == "chromium_event" and cid_ == close_cid):
-            boundaries.append(f * KEY + rec)
-            closing, substantive, last_call = False, False, None
-        call = stack_of[f, stack_hash][1:] if (f, stack_hash) in stack_of else None
-        if event == "artifact" and name == "torch_version":
-            if substantive:
-                boundaries.append(f * KEY + rec)
-                substantive, last_call = False, None
-        elif call and call[0] in meta.ENTRY_APIS and cid_ is None:  # Dynamo records split only at metrics
-            if last_call and call != last_call and meta.api_phase(call[0]) <= meta.api_phase(last_call[0]):
-                boundaries.append(f * KEY + rec)
-                substantive = False
-            last_call = call
-        if event == "compilation_metrics":
-            closing, close_cid = True, cid_
-        if event not in ("str", "chromium_event") and not (event == "artifact" and name == "torch_version"):
-            substantive = True
-    b = pl.Series(boundaries, dtype=pl.Int64)
+class _SessionMachine:
+    """Session boundaries (see the module docstring) of the records fed to it in file order, file by file:
+    ``starts``, ``file * KEY + lineno`` of each record that starts a session. Fed once with every record of an
+    index (:func:`_sessions`), or chunk by chunk during a squeezed scan (:class:`_SessionSqueeze`)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.at: int | None = None
+        self.close_cid: object = None
+        self.closing = self.substantive = False
+        self.last_call: tuple[Any, ...] | None = None
+
+    def feed(self, hdr: pl.DataFrame, stack_of: dict[tuple[int, int], tuple[Any, ...]]) -> None:
+        notable = hdr.select(FILE, "lineno", "event", "name", "stack_hash", _display_compile_id().alias("cid")).filter(
+            (pl.col("event") != "chromium_event") | pl.col("cid").is_not_null()
+        )
+        starts = self.starts
+        at, close_cid, closing, substantive, last_call = (self.at, self.close_cid, self.closing, self.substantive,
+                                                          self.last_call)
+        for f, lineno, event, name, stack_hash, cid_ in notable.iter_rows():
+            if f != at:
+                at, close_cid, closing, substantive, last_call = f, None, False, False, None
+            if closing and not (event == "chromium_event" and cid_ == close_cid):
+                starts.append(f * KEY + lineno)
+                closing, substantive, last_call = False, False, None
+            call = stack_of[f, stack_hash][1:] if (f, stack_hash) in stack_of else None
+            if event == "artifact" and name == "torch_version":
+                if substantive:
+                    starts.append(f * KEY + lineno)
+                    substantive, last_call = False, None
+            elif call and call[0] in meta.ENTRY_APIS and cid_ is None:  # Dynamo records split only at metrics
+                if last_call and call != last_call and meta.api_phase(call[0]) <= meta.api_phase(last_call[0]):
+                    starts.append(f * KEY + lineno)
+                    substantive = False
+                last_call = call
+            if event == "compilation_metrics":
+                closing, close_cid = True, cid_
+            if event not in ("str", "chromium_event") and not (event == "artifact" and name == "torch_version"):
+                substantive = True
+        self.at, self.close_cid, self.closing, self.substantive, self.last_call = (at, close_cid, closing,
+                                                                                    substantive, last_call)
+
+
+def _sessions(hdr: pl.DataFrame, stack_of: dict[tuple[int, int], tuple[Any, ...]],
+              starts: list[int] | None = None) -> pl.Series:
+    """Session number of every record (see the module docstring), counted from 0 in each file; ``starts``: the
+    session starts found during a squeezed scan (:class:`_SessionSqueeze`: sessions left out are numbered too)."""
+    if starts is None:
+        machine = _SessionMachine()
+        machine.feed(hdr, stack_of)
+        starts = machine.starts
+    b = pl.Series(starts, dtype=pl.Int64)
     first = hdr[FILE].cast(pl.Int64) * KEY
-    # boundaries up to the record, less those of the files before it
-    session = b.search_sorted(first + hdr["rec"], side="right") - b.search_sorted(first, side="left")
+    # session starts up to the record, less those of the files before it
+    session = b.search_sorted(first + hdr["lineno"], side="right") - b.search_sorted(first, side="left")
     return session.cast(pl.Int32).alias("session")  # type: ignore[no-any-return]  # polars' stubs
 
 
@@ -689,6 +898,12 @@ def _stack_rows(base: pl.DataFrame, stack_of: dict[tuple[int, int], tuple[Any, .
         base.select(FILE, "lineno").with_columns(ids).filter(pl.col("stack").is_not_null())
         .group_by(FILE, "stack").agg(pl.col("lineno").min(), records=pl.len().cast(pl.Int32)).sort(FILE, "stack")
     )
+    dropped = [(at, h, n) for at, f in enumerate(files) for h, n in f.stack_dropped.items()]
+    if dropped:  # records of the sessions a squeezed scan left out (their first record of each stack is kept)
+        extra = pl.DataFrame(dropped, orient="row", schema={FILE: pl.Int32, "stack_hash": pl.UInt64, "more": pl.Int32})
+        extra = extra.join(keys, on=[FILE, "stack_hash"], how="inner").select(FILE, "stack", "more")
+        uses = uses.join(extra, on=[FILE, "stack"], how="left", maintain_order="left").select(
+            FILE, "stack", "lineno", (pl.col("records") + pl.col("more").fill_null(0)).alias("records"))
     frames_of = list(stack_of.values())
     first = dict(zip(*keys.select(FILE, pl.int_range(pl.len(), dtype=pl.Int32).alias("at")).filter(
         pl.col(FILE).is_first_distinct()).get_columns()))  # file -> position of its first stack in stack_of
@@ -730,6 +945,10 @@ def _compiles(base: pl.DataFrame, files: list[_File], stack_of: dict[tuple[int, 
         )
         .filter("substantive")  # sessions of only interning / timeline records: no compile happened there
     )
+    partial = [(at, n) for at, f in enumerate(files) for n in f.partial_sessions]
+    if partial:  # sessions a squeezed scan left out, of which a str record or a stack's first record was kept
+        gone = pl.DataFrame(partial, orient="row", schema={FILE: pl.Int32, "session": pl.Int32})
+        per = per.join(gone, on=[FILE, "session"], how="anti", maintain_order="left")
     rows: list[dict[str, Any]] = []
     parts: list[pl.DataFrame] = []  # rows as frames, COMPILE_ROWS at a time: a row dict costs ~4 KB
     for s in per.iter_rows(named=True):

@@ -76,3 +76,48 @@ def test_a_long_log_keeps_the_frames_of_the_whole_log_and_reports_what_it_left_o
     assert dict(skipped.select("path", "count").iter_rows()) == dict(per_file.iter_rows()) != {}
     assert part["damage"].filter(pl.col("kind") != "records_skipped").equals(whole["damage"])
     assert skipped["detail"].str.contains("counted, not kept").all()
+
+
+def _long_log(tmp_path: Path, copies: int, failed: int) -> Path:
+    """A log of the records of fixtures/traces/two_aoti repeated ``copies`` times (two ok AOTI compile sessions
+    each; the str table repeats with the same ids), the compilation_metrics of copy ``failed`` made a failure."""
+    src = next((ROOT / "fixtures" / "traces" / "two_aoti" / "trace").glob("dedicated_log_torch_trace_*.log"))
+    text = src.read_text()
+    failing = "".join(line.replace('"fail_type": null', '"fail_type": "RuntimeError"', 1)
+                      if '{"compilation_metrics": ' in line[:120] else line for line in text.splitlines(keepends=True))
+    assert failing != text
+    parts = [failing if i == failed else text for i in range(copies)]
+    out = tmp_path / "dedicated_log_torch_trace_long.log"
+    out.write_text("".join(parts))
+    return out
+
+
+@pytest.mark.parametrize("compact_rows", [1, 7, 50])
+def test_a_long_log_counts_the_sessions_that_finished_ok_in_the_middle(tmp_path, monkeypatch, compact_rows):
+    path = _long_log(tmp_path, copies=6, failed=3)
+    whole = read_trace([path], "r", verify=False)  # (a long log is read so)
+    c = whole["compiles"]
+    assert c.height == 12 and c["status"].to_list() == ["ok"] * 6 + ["failed"] * 2 + ["ok"] * 4
+    monkeypatch.setattr(reader, "SQUEEZE_BYTES", 0)
+    monkeypatch.setattr(reader, "SMALL_FILE", 0)
+    monkeypatch.setattr(reader, "COMPACT_ROWS", compact_rows)
+    monkeypatch.setattr(index, "KEEP_CHROMIUM", 10**9)  # only sessions are squeezed here
+    monkeypatch.setattr(index, "BATCH_ROWS", 5)
+    part = read_trace([path], "r", verify=False)
+    kept = part["compiles"]["session"].to_list()
+    # the first and the failed sessions are kept, and the last one; ok sessions in the middle are left out
+    assert {0, 6, 7, 11} <= set(kept) and len(kept) < 12
+    assert part["compiles"].equals(c.filter(pl.col("session").is_in(kept)))
+    ev, all_ev = part["events"], whole["events"]
+    key = ["path", "lineno"]
+    assert ev.equals(all_ev.join(ev.select(key), on=key, how="semi", maintain_order="left"))  # same rows, sessions
+    # every record of a kept session is there; of the others only str records and a stack's first record
+    assert all_ev.filter(pl.col("session").is_in(kept)).join(ev, on=key, how="anti").is_empty()
+    extra = ev.filter(~pl.col("session").is_in(kept))
+    assert extra.filter(pl.col("event") != "str")["stack"].is_not_null().all()
+    assert part["stacks"].equals(whole["stacks"])  # the uses of the left-out records are counted
+    skipped = part["damage"].filter(pl.col("kind") == "records_skipped")
+    assert skipped["count"].to_list() == [all_ev.height - ev.height]
+    assert skipped["detail"].str.contains("compile sessions that finished ok").all()
+    assert not skipped["detail"].str.contains("plain chromium_event").any()  # (KEEP_CHROMIUM: all kept)
+    assert part["damage"].filter(pl.col("kind") != "records_skipped").equals(whole["damage"])
