@@ -291,3 +291,18 @@ def test_ptxas_errors_on_a_ptx_line_are_the_compilers_first_error():
 def test_executorch_lowering_frames_are_the_export_phase():
     analysis, f = _primary_in(BLIND30, "executorch_21607_qnn_partitioner_keyerror")
     assert analysis.frames["failures"].row(0, named=True)["phase"] == "export" and f.family == "export_error"
+
+
+BLIND31 = BLIND20.parent / "blind31"
+
+
+def test_the_tail_of_a_data_dependent_guard_error_is_a_failure_and_names_the_frame():
+    # pasted from the middle of GuardOnDataDependentSymNode's message: its hint, 'Caused by: (...)', its variables
+    from aoti_trace.ingest.text.failure import failures_frame
+    from aoti_trace.ingest.text.reader import read_text_bytes
+
+    log = (BLIND31 / "pytorch_146152_fasterrcnn_export_nms_datadep" / "stderr.txt").read_bytes()
+    assert failures_frame(read_text_bytes(log, "stderr", "r")).height == 1  # was "No problem found."
+    _, f = _primary_in(BLIND31, "pytorch_146152_fasterrcnn_export_nms_datadep")
+    assert f.rule_id == "AOTI-X013"
+    assert f.fields["where"] == "torchvision/ops/boxes.py:89 in _batched_nms_coordinate_trick"

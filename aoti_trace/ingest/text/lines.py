@@ -134,6 +134,8 @@ PATTERNS: dict[str, str] = {
         r"|^The error above occurred when calling torch\.export\.export"
         # the user frames Dynamo appends to the message of an error raised while it traced ('from user code:')
         r"|^from user code:\s*$"
+        # the end of the shape engine's data-dependent guard error (GuardOnDataDependentSymNode), printed only with it
+        r"|^For extended logs when we create symbols, also add TORCHDYNAMO_EXTENDED_DEBUG_CREATE_SYMBOL="
     ),
     # the line that introduces a stack printed for information, not a traceback (Dynamo's graph-break report,
     # 'Graph break in user code at f:l' / 'Reason: ...' / 'User code traceback:', lists frames and no exception)
