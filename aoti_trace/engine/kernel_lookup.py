@@ -262,3 +262,36 @@ def remedy(m: KernelMatch, env_flags: dict[str, str] | None = None) -> str:
         f"size they index before the call, and rerun with `AOTI_RUNTIME_CHECK_INPUTS=1` to rule out inputs outside "
         f"the compiled shapes."
     )
+
+
+def remedy_from_assert(upper: str | None, kernel: str | None, env_flags: dict[str, str] | None = None) -> str | None:
+    """The remedy for an index-out-of-bounds assertion read from a log alone (no package or wrapper code to look the
+    kernel up in), from its bound: a literal size is a table (the index data is too large for it), a size symbol
+    (``ks0``, ``s1``) a dynamic dimension. None when the assertion shows no bound."""
+    if not upper:
+        return None
+    upper = upper.strip()
+    site = f"The generated kernel `{kernel}`" if kernel else "A generated kernel"
+    check = " ".join(f"{k}={v}" for k, v in (env_flags or {}).items()) or "AOTI_RUNTIME_CHECK_INPUTS=1"
+    literal = upper.rstrip("L")
+    if literal.isdigit():
+        n = int(literal)
+        return (
+            f"{site} read an index outside a fixed size of {n}: a size compiled into the kernel, usually a weight "
+            f"or table with {n} rows (or an input dimension compiled as static), so the index data held a value "
+            f"below 0 or of {n} or more. Typical causes are token, position or class ids from a tokenizer, processor "
+            f"or label map with more entries than the model's table.\n\n"
+            f"1. Validate the ids before the call: `assert 0 <= int(ids.min()) and int(ids.max()) < {n}`.\n"
+            f"2. If out-of-range ids can occur, map or clamp them (`ids.clamp(0, {n - 1})`); if they are right, the "
+            f"table is too small (a checkpoint or vocabulary size that does not match the tokenizer).\n"
+            f"3. To name the table, analyse the run with its .pt2 package or TORCH_TRACE log (`aoti-trace analyze "
+            f"LOG PACKAGE`): the kernel is then looked up and its constant named."
+        )
+    return (
+        f"{site} read an index outside `{upper}`, a size known only at run time (a dynamic dimension): an input was "
+        f"smaller along that dimension than the index data expects (an empty tensor makes the bound 0), or the index "
+        f"held a value outside `0 .. {upper} - 1`.\n\n"
+        f"1. Rerun with `{check}` to check the inputs against the compiled shapes.\n"
+        f"2. Guard empty inputs (`x.numel() == 0`) and feed sizes inside the exported `Dim` range; to name the "
+        f"input, analyse the run with its .pt2 package or TORCH_TRACE log."
+    )

@@ -358,11 +358,11 @@ def wrapper_sources(frames: Frames, run_id: str) -> list[tuple[str, str, str]]:
 def oob_kernel(finding: Finding, frames: Frames) -> Finding:
     """Kernel, launch site, model inputs and constants behind an index-out-of-bounds assertion: a Triton device
     assert, or a CPU kernel's bound check (the finding's ``cond`` field); the remedy is rewritten from them."""
-    from aoti_trace.engine.kernel_lookup import describe, find_kernel, remedy
+    from aoti_trace.engine.kernel_lookup import describe, find_kernel, remedy, remedy_from_assert
 
-    asserts = [(a["assertion"], a.get("kernel_line"))
-               for a in query.run_rows(frames, "device_asserts", finding.run_id, ["assertion", "kernel_line"])
-               if a.get("assertion")]
+    rows = [a for a in query.run_rows(frames, "device_asserts", finding.run_id,
+                                      ["assertion", "kernel_line", "kernel_file", "upper"]) if a.get("assertion")]
+    asserts = [(a["assertion"], a.get("kernel_line")) for a in rows]
     cond = finding.fields.get("cond")
     if not asserts and cond and re.search(r"\btmp\d+\b", cond):
         asserts = [(f"index out of bounds: {cond}", None)]
@@ -385,6 +385,18 @@ def oob_kernel(finding: Finding, frames: Frames) -> Finding:
         evidence = [Evidence(source=source, path=where, line=None, text=match.launch)] if match.launch else []
         finding = _add(finding, fields=fields, note=describe(match), evidence=evidence)
         return replace(finding, remedy=remedy(match, finding.env_flags))
+    if finding.rule_id in ("AOTI-A001", "AOTI-A002"):  # a log alone: the bound says what kind of index failed
+        first = rows[0] if rows else {}
+        kernel = first.get("kernel_file")
+        # CUDA prints 'unknown:0: unknown:' without -lineinfo, and the loader's frame for a module loaded by importlib
+        kernel = None if kernel is None or kernel == "unknown" or kernel.startswith("<") else kernel
+        line = first.get("kernel_line")
+        name = f"{kernel.replace(chr(92), '/').rsplit('/', 1)[-1]}:{line}" if kernel and line else kernel
+        # a CPU kernel's check has no device_asserts row: its bound is the end of the finding's condition
+        upper = first.get("upper") or (cond.rpartition(" < ")[2] if cond and " < " in cond else None)
+        written = remedy_from_assert(upper, name, finding.env_flags)
+        if written is not None:
+            return replace(finding, remedy=written)
     return finding
 
 

@@ -144,6 +144,9 @@ _ROUTES: list[tuple[str, str | None, str | None]] = [
     ("package", r"^(?:package_aoti|_package_aoti_files|package_pt2|_package_\w+|save_pt2|compile_so)$",
      r"(?:_inductor/package/package|export/pt2_archive/_package|_inductor/package/\w+)\.py$"),
     ("package", None, r"(?:_inductor/package/|export/pt2_archive/)"),
+    # torch.export's serde: encoding the program for a .pt2 is writing the package, decoding it is loading one
+    ("load", r"^(?:deserialize\w*|_deserialize\w*|load)$", r"_export/serde/serialize\.py$"),
+    ("package", None, r"_export/serde/serialize\.py$"),
     # a Triton kernel launched by Inductor's Python runtime (torch.compile; AOTI launches from C++)
     ("run", r"^(?:run|launcher|__call__|_launch\w*)$", r"_inductor/runtime/triton_heuristics\.py$"),
     # the C++/CUDA/Triton build of the generated code

@@ -306,3 +306,68 @@ def test_the_tail_of_a_data_dependent_guard_error_is_a_failure_and_names_the_fra
     _, f = _primary_in(BLIND31, "pytorch_146152_fasterrcnn_export_nms_datadep")
     assert f.rule_id == "AOTI-X013"
     assert f.fields["where"] == "torchvision/ops/boxes.py:89 in _batched_nms_coordinate_trick"
+
+
+BLIND32 = BLIND20.parent / "blind32"
+
+
+def test_a_device_assert_wrapped_after_block_is_read_whole_and_keeps_its_line():
+    # '/x/cbz...py:37: unknown: block:' then ' [7163,0,0], thread: [39,0,0] Assertion `index out of bounds: ...` failed.'
+    analysis, f = _primary_in(BLIND32, "vllm_21899_internvl_compiled_embedding_index_oob")
+    assert f.rule_id == "AOTI-A001" and f.fields["kernel_line"] == "37"
+    assert f.fields["kernel_file"].endswith("cbzockb3tbfir4cbti7xfbjwcf6lltl66servpfui62mrj73i5u3.py")
+    assert f.evidence[0].text.startswith(" [7163,0,0], thread: [39,0,0] Assertion")  # the line as written
+    asserts = analysis.frames["device_asserts"]
+    assert asserts.height == 1 and asserts.row(0, named=True)["count"] == 4
+
+
+def test_what_torch_export_logged_before_a_cut_traceback_is_the_failure():
+    # 'E0228 ... torch/export/_trace.py:1030] always_classified is unsupported.' above a traceback cut in user code
+    analysis, f = _primary_in(BLIND32, "executorch_8591_export_llama_always_classified_unsupported")
+    row = analysis.frames["failures"].row(0, named=True)
+    assert (row["what"], row["phase"], f.family) == ("always_classified is unsupported.", "export", "export_error")
+
+
+def test_a_shape_engine_error_under_inductors_lowering_is_a_lowering_error():
+    analysis, f = _primary_in(BLIND32, "pytorch_123793_inductor_cat_unbacked_guard_equals")
+    assert analysis.frames["failures"].row(0, named=True)["phase"] == "lowering"
+    assert f.family == "lowering_error"
+
+
+def test_exports_serializer_is_the_package_phase():
+    analysis, f = _primary_in(BLIND32, "pytorch_179433_export_save_uint32_keyerror")
+    assert analysis.frames["failures"].row(0, named=True)["phase"] == "package" and f.family == "package_error"
+
+
+@pytest.mark.parametrize("case, rule", [
+    ("ComfyUI-WanVideoWrapper_985_msvc_algorithm_header_missing", "AOTI-V009"),  # C1083, curly quotes, line cut
+    ("pytorch_147377_rocm_triton_tot_gemm_llvm_cast_assert", "AOTI-I025"),  # an assert in Triton's bundled LLVM
+    ("torchchat_1476_aot_load_libstdcxx_version", "AOTI-V003"),  # cut after "version `"
+])
+def test_round_32_messages_in_their_damaged_or_bundled_forms(case: str, rule: str):
+    assert _primary_in(BLIND32, case)[1].rule_id == rule
+
+
+def test_triton_llvm_lowering_cites_the_operation_it_could_not_translate():
+    _, f = _primary_in(BLIND32, "rocm-pytorch_1294_inductor_bf16_gemm_llvm_translate_abort")
+    assert f.rule_id == "AOTI-I021"
+    assert any("LLVM Translation failed for operation: builtin.unrealized_conversion_cast" in e.text for e in f.evidence)
+
+
+def test_an_index_assert_read_from_a_log_alone_gets_a_remedy_from_its_bound():
+    # issue 11 §4: a literal bound is a table the index data exceeds; say so with the numbers, not the generic text
+    _, f = _primary_in(BLIND32, "vllm_21899_internvl_compiled_embedding_index_oob")
+    assert f.remedy.startswith("The generated kernel `cbzockb3tbfir4cbti7xfbjwcf6lltl66servpfui62mrj73i5u3.py:37` "
+                               "read an index outside a fixed size of 65536")
+    assert "int(ids.max()) < 65536" in f.remedy and "ids.clamp(0, 65535)" in f.remedy
+    assert "x.numel() == 0" not in f.remedy  # the generic template's guess
+
+
+def test_a_dynamic_bound_and_a_missing_bound_get_their_own_remedies():
+    from aoti_trace.engine.kernel_lookup import remedy_from_assert
+
+    dynamic = remedy_from_assert("ks0", "k.py:33", {"AOTI_RUNTIME_CHECK_INPUTS": "1"})
+    assert dynamic is not None and "outside `ks0`, a size known only at run time" in dynamic
+    assert "`AOTI_RUNTIME_CHECK_INPUTS=1`" in dynamic and "fixed size" not in dynamic
+    assert remedy_from_assert("32000L", None).startswith("A generated kernel read an index outside a fixed size of 32000")
+    assert remedy_from_assert(None, "k.py:1") is None

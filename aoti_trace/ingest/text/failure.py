@@ -108,6 +108,13 @@ def failures_frame(frames: Frames, catalogue: bool = True) -> pl.DataFrame:
                      | ((pl.col("kind") == "plain") & hay.contains("text", PATTERNS["file_unreadable"])))
         .group_by("run_id", maintain_order=True).agg(pl.col("path", "lineno", "text", "src").first())
     ) if lines.height else {}
+    # an error-level line logged by a torch module (glog 'E'): torch.export logs the error it is about to raise, so
+    # it says what failed when the traceback below is cut before its exception line
+    torch_errors = _by_run(
+        lines.filter((pl.col("level") == "E") & pl.col("src").fill_null("").str.contains(r"(?:^|/)torch/")
+                     & (pl.col("text").str.strip_chars() != ""))
+        .group_by("run_id", maintain_order=True).agg(pl.col("path", "lineno", "text", "src").last())
+    ) if lines.height else {}
     worded = _by_run(_last_worded_before(lines, ci_exit))
     errors = _by_run(
         lines.filter(pl.col("kind").is_in(ERROR_KINDS) & ~hay.contains("text", PATTERNS["ci_exit"]))
@@ -131,7 +138,8 @@ def failures_frame(frames: Frames, catalogue: bool = True) -> pl.DataFrame:
         row = _failure(run, process.get(run, []), excs.get(run, []), faults.get(run, []), asserts.get(run, []),
                        compiles.get(run, []), errors.get(run, []), hints.get(run),
                        footers.get(run, []) + tests.get(run, []), _by_run(ci_exit).get(run, []), worded.get(run, []),
-                       aborts.get(run, []), fatal_logs.get(run, []), catalogue, known.get(run, []))
+                       aborts.get(run, []), fatal_logs.get(run, []), catalogue, known.get(run, []),
+                       torch_errors.get(run, []))
         if row is not None:
             rows.append(row)
     if not rows:
@@ -246,7 +254,8 @@ def _typed_phase(head: str, exc_type: str, wrapper_type: str) -> str | None:
 def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], asserts: list[Row],
              compiles: list[Row], errors: list[Row], hint: str | None, reported: list[Row],
              ci_exit: list[Row], worded: list[Row], aborts: list[Row], fatal_logs: list[Row],
-             catalogue: bool = True, known: list[Row] | None = None) -> Row | None:
+             catalogue: bool = True, known: list[Row] | None = None,
+             torch_errors: list[Row] | None = None) -> Row | None:
     proc = process[0] if process else {}
     code, sig = proc.get("exit_code"), proc.get("signal")
     if code is None and ci_exit:  # the CI runner's closing line gives the exit status the log itself does not
@@ -349,6 +358,10 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
         row.update(what=footer.get("message") or "a torch.compile / torch.export error (its message is above "
                         f"torch's footer: '{footer['text'][:60]}')", path=footer["path"], lineno=footer["lineno"],
                    text=footer.get("message"))  # the message line above the footer is the evidence
+    elif cut and torch_errors and (torch_errors[-1]["lineno"] or 0) < (cut[-1]["lineno"] or 0):
+        f = torch_errors[-1]  # what torch logged before raising: the cut traceback's message
+        row.update(what=_first_line(f["text"]), path=f["path"], lineno=f["lineno"])
+        logged_by = (f.get("src") or "").rpartition(":")[0]
     elif cut:
         e = cut[-1]
         row.update(what=(f"{e['exc_type']}, in a traceback cut before its message" if e.get("exc_type") else
@@ -412,7 +425,7 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
         typed = _typed_phase(head, str(row.get("exc_type") or ""), wrapper_type)
         if typed is not None:
             phase, source = typed, f"message: {row['what'][:80]}"
-    if phase == "unknown" and logged_by:
+    if (phase == "unknown" or (phase == "user" and exc is not None and not exc.get("complete"))) and logged_by:
         routed, _ = route_phase([(logged_by, "")])
         if routed not in ("unknown", "user"):
             phase, source = routed, f"logged by {logged_by}"
@@ -433,6 +446,10 @@ def _failure(run: str, process: list[Row], excs: list[Row], faults: list[Row], a
             phase, source = "export", "Dynamo's error footer"
     module = (exc.get("torch_file") if exc is not None else None) or cpp
     family = module_family(module, head) or PHASE_FAMILY[phase]
+    if phase == "lowering" and module_family(module) == "dynamic_shape_violation":
+        # a guard that Inductor's own code asked the shape engine for (sizevars.guard_equals, a Caused-by in
+        # _inductor): not a constraint of the model's export (docs/families.md)
+        family = "lowering_error"
     if phase == "unknown" and catalogue:  # no frame places it: is it a catalogued message, and where raised?
         said = (exc or {}).get("message") if complete else (terminate[0].get("what") if terminate else None)
         found = said_known or lookup(said)

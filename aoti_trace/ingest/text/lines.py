@@ -566,6 +566,29 @@ def _contains_where(df: pl.DataFrame, where: pl.Expr, pattern: str) -> pl.Series
     return out
 
 
+# A device-side assertion line wrapped by a terminal or a paste after 'block:' ('/x/cbz.py:37: unknown: block:' then
+# ' [7163,0,0], thread: [39,0,0] Assertion `index out of bounds: ...` failed.'): the second half
+WRAPPED_ASSERT_TAIL = r"^\s*\[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion `"
+
+
+def _unwrap_device_asserts(df: pl.DataFrame, by_file: bool) -> pl.DataFrame:
+    """The second half of a wrapped device-side assertion becomes the whole assertion line (the first half stays as
+    it is), so that it is read as the kernel printed it; ``_unwrapped`` keeps the line as it was (``raw``)."""
+    raw = pl.col("_raw")
+    if df.height < 2 or not df.select(raw.str.contains("], thread: [", literal=True).any()).item():
+        return df
+    prev = raw.shift(1)
+    joined = (raw.str.contains(WRAPPED_ASSERT_TAIL) & prev.str.contains(r": block:\s*$")).fill_null(False)
+    if by_file:
+        joined = joined & (pl.col("_f") == pl.col("_f").shift(1)).fill_null(False)
+    if not df.select(joined.any()).item():
+        return df
+    return df.with_columns(
+        pl.when(joined).then(pl.concat_str([prev.str.strip_chars_end(), pl.lit(" "), raw.str.strip_chars_start()]))
+        .otherwise(raw).alias("_raw"),
+        pl.when(joined).then(raw).alias("_unwrapped"))
+
+
 def classify(lines: list[str], stream: str, run_id: str, path: str) -> pl.DataFrame:
     """Classify ``lines`` (already decoded, terminators removed). Keeps the ``_`` helper columns.
 
@@ -598,6 +621,7 @@ def classify_many(files: list[tuple[list[str], str, str, str]]) -> pl.DataFrame:
         df = df.with_columns(rows.get_column("_f"), (df.get_column("_g") - rows.get_column("_start")).alias("_i"),
                              pl.lit(True).alias("_dd"))
     order = "_g" if by_file else "_i"
+    df = _unwrap_device_asserts(df, by_file)
     loud = df.get_column("_raw").str.contains(_guard("loud")) if df.height >= SPARSE_MIN_ROWS else None
     if loud is None or loud.all():
         df = _per_line(df, dedent=True).sort(order)
@@ -741,5 +765,6 @@ def _frame_fields(df: pl.DataFrame) -> list[pl.Series]:
 
 def public(df: pl.DataFrame) -> pl.DataFrame:
     """The ``lines`` frame: ``classify()`` output without helper columns."""
+    raw = pl.coalesce("_unwrapped", "_t") if "_unwrapped" in df.columns else pl.col("_t")
     return df.select("run_id", "stream", "path", "lineno", "rank", "kind", "level", "src", "prefix", "text",
-                     pl.col("_t").alias("raw"))
+                     raw.alias("raw"))
